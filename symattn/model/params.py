@@ -1,0 +1,132 @@
+"""Model parameters of MODEL.md section 2, validated once, at the boundary.
+
+Every numerical routine of symattn takes a :class:`ModelParams`; nothing below
+this module re-checks its inputs.  Invalid input raises :class:`ParameterError`,
+whose message names the offending parameter (the CLI turns it into a one-line
+error with exit status 2).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["ModelParams", "ParameterError", "PAPER_A", "APPENDIX_A", "check_alpha"]
+
+#: The paper's default positional attention matrix (MODEL.md section 2).
+PAPER_A = ((0.6, 0.4), (0.4, 0.6))
+#: The second matrix used in the paper's appendix.
+APPENDIX_A = ((0.3, 0.7), (0.8, 0.2))
+
+_ROW_SUM_TOL = 1e-9
+
+
+class ParameterError(ValueError):
+    """An input parameter is outside the model's domain.
+
+    ``name`` is the parameter (as spelled on the command line and in JSON).
+    """
+
+    def __init__(self, name: str, message: str):
+        super().__init__(f"{name}: {message}")
+        self.name = name
+
+
+def _finite(name: str, value) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(name, f"not a number: {value!r}") from None
+    if not math.isfinite(x):
+        raise ParameterError(name, f"must be finite, got {value!r}")
+    return x
+
+
+def check_alpha(alpha) -> float:
+    """Return ``alpha`` as a float, or raise if it is not a positive finite number."""
+    a = _finite("alpha", alpha)
+    if a <= 0:
+        raise ParameterError("alpha", f"must be > 0, got {a:g}")
+    return a
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    r"""Parameters of the attention model (MODEL.md section 2).
+
+    Attributes
+    ----------
+    sigma : float
+        Token noise standard deviation, :math:`z_l \sim N(0, \sigma^2 I_d)`; must be > 0.
+    lam : float
+        Ridge penalty :math:`\lambda`; must be > 0.
+    omega : float
+        Mixing :math:`\omega \in [0, 1]` between the teacher's semantic and positional parts.
+    A : tuple of tuples
+        The fixed row-stochastic positional attention matrix, ``L x L``, non-negative entries.
+
+    The teacher variance is :math:`\rho = \sigma^2` (teacher weights are iid ``N(0, 1)``).
+    Positional encodings are ``p_1 = (1, ..., 1)``, ``p_2 = -p_1`` (sign ``s_l``).
+    """
+
+    sigma: float = 0.5
+    lam: float = 0.01
+    omega: float = 0.3
+    A: tuple = field(default=PAPER_A)
+
+    def __post_init__(self):
+        sigma = _finite("sigma", self.sigma)
+        if sigma <= 0:
+            raise ParameterError("sigma", f"must be > 0, got {sigma:g}")
+        lam = _finite("lam", self.lam)
+        if lam <= 0:
+            raise ParameterError("lam", f"must be > 0, got {lam:g}")
+        omega = _finite("omega", self.omega)
+        if not 0.0 <= omega <= 1.0:
+            raise ParameterError("omega", f"must lie in [0, 1], got {omega:g}")
+        try:
+            rows = [[_finite("A", x) for x in row] for row in self.A]
+        except TypeError:
+            raise ParameterError("A", f"must be a square matrix, got {self.A!r}") from None
+        L = len(rows)
+        if L < 2 or any(len(r) != L for r in rows):
+            raise ParameterError("A", f"must be a square L x L matrix with L >= 2, got {self.A!r}")
+        if L != 2:
+            raise ParameterError("A", f"the numerics support L = 2 only (got L = {L})")
+        for i, r in enumerate(rows):
+            if any(x < 0 for x in r):
+                raise ParameterError("A", f"row {i + 1} has a negative entry: {r}")
+            if abs(sum(r) - 1.0) > _ROW_SUM_TOL:
+                raise ParameterError("A", f"must be row-stochastic; row {i + 1} sums to {sum(r):.12g}")
+        object.__setattr__(self, "sigma", sigma)
+        object.__setattr__(self, "lam", lam)
+        object.__setattr__(self, "omega", omega)
+        object.__setattr__(self, "A", tuple(tuple(r) for r in rows))
+
+    @property
+    def L(self) -> int:
+        """Number of tokens per sentence."""
+        return len(self.A)
+
+    @property
+    def rho(self) -> float:
+        r"""Teacher pre-activation variance :math:`\rho = \sigma^2`."""
+        return self.sigma**2
+
+    @property
+    def A_array(self) -> np.ndarray:
+        return np.array(self.A, dtype=float)
+
+    @property
+    def swap_symmetric(self) -> bool:
+        """True when ``A`` is invariant under swapping the two tokens (``A11 = A22``).
+
+        Then ``m = 0`` is an exact invariant of the saddle-point equations (MODEL.md section 5).
+        """
+        return abs(self.A[0][0] - self.A[1][1]) <= _ROW_SUM_TOL
+
+    def as_dict(self) -> dict:
+        return {"sigma": self.sigma, "lam": self.lam, "omega": self.omega,
+                "A": [list(r) for r in self.A]}
