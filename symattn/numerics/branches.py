@@ -1,0 +1,101 @@
+r"""The positional and semantic branches of fixed points (MODEL.md section 5).
+
+* **positional**: :math:`\theta = 0` exactly (the teacher is even in :math:`Q^*`), ``m != 0``;
+  free variables ``(q, m, V)``.
+* **semantic**: ``theta != 0``, ``m = 0``; free ``(q, theta, V)``.  ``m = 0`` is an exact
+  invariant for *any* row-stochastic ``A``: at ``m = 0`` the map ``(xi, eta) -> -(xi, eta)``
+  flips ``w`` and ``h*``, leaves ``S`` and ``T`` unchanged, and flips ``f``, so
+  ``m_hat = alpha E[f_1 - f_2] = 0`` (MODEL.md section 5 says "only approximately" for a
+  non-symmetric ``A``; the invariance holds, but whether this fixed point is the relevant
+  minimum there, or a mixed one with ``m != 0`` lies lower, is not settled here).
+
+A branch exists only on part of the ``alpha`` axis.  A solve that lands on the trivial
+point of the other family (``theta -> 0`` on the semantic branch, ``m -> 0`` on the
+positional one) or does not converge is reported as "branch not found at this alpha",
+never replaced by another branch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.params import ModelParams, check_alpha
+from .channel import OutputChannel
+from .observables import generalisation_error
+from .saddle import FixedPoint, SaddlePointMap, solve_fixed_point
+
+__all__ = ["BRANCHES", "Branch", "BranchNotFound", "solve_branch"]
+
+#: overlaps below this are "zero": the solve collapsed onto the other family's subspace
+COLLAPSE = 1e-6
+
+
+class BranchNotFound(RuntimeError):
+    """The requested branch has no converged fixed point at this alpha (see ``fixed_point``)."""
+
+    def __init__(self, message: str, fixed_point: FixedPoint | None = None):
+        super().__init__(message)
+        self.fixed_point = fixed_point
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A family of fixed points: which variables are pinned and where to start."""
+
+    name: str
+    x0: tuple
+    free: tuple
+    symmetry: str
+
+    def start(self, params: ModelParams) -> np.ndarray:
+        """Cold start; scaled so that ``theta^2 < q rho`` for any ``sigma``."""
+        q, m, theta_frac, V = self.x0
+        return np.array([q, m, theta_frac * np.sqrt(q * params.rho), V])
+
+    def check(self, fp: FixedPoint) -> str | None:
+        """Why ``fp`` is not a point of this branch, or None."""
+        if not fp.converged:
+            return f"no converged fixed point ({fp.message})"
+        if self.name == "semantic" and abs(fp.theta) < COLLAPSE:
+            return f"the solve collapsed to theta = {fp.theta:.1e} (no semantic fixed point here)"
+        if self.name == "positional" and abs(fp.m) < COLLAPSE:
+            return f"the solve collapsed to m = {fp.m:.1e} (no positional fixed point here)"
+        return None
+
+
+BRANCHES = {
+    "positional": Branch("positional", (0.05, 0.2, 0.0, 10.0), (0, 1, 3), "eta_flip"),
+    "semantic": Branch("semantic", (0.05, 0.0, 0.8, 10.0), (0, 2, 3), "full_flip"),
+}
+
+
+def solve_branch(params: ModelParams, branch: str, alpha: float, channel: OutputChannel, *,
+                 x0=None, tol: float = 1e-10, with_eps_g: bool = True) -> FixedPoint:
+    """Fixed point of ``branch`` at ``alpha`` on the channel's node set.
+
+    ``x0`` is a warm start (e.g. the neighbouring alpha's solution); the branch's cold start
+    is used otherwise, and as a fallback if the warm start fails.  Raises
+    :class:`BranchNotFound` if no fixed point of this branch is found.
+    """
+    alpha = check_alpha(alpha)
+    if branch not in BRANCHES:
+        raise ValueError(f"branch must be one of {sorted(BRANCHES)}, got {branch!r}")
+    B = BRANCHES[branch]
+    T = SaddlePointMap(params, alpha, channel, symmetry=B.symmetry)
+    starts = ([np.asarray(x0, float)] if x0 is not None else []) + [B.start(params)]
+    fp, why = None, None
+    for s in starts:
+        fp = solve_fixed_point(T, s, B.free, tol=tol)
+        why = B.check(fp)
+        if why is None:
+            break
+    if why is not None:
+        raise BranchNotFound(f"{branch} branch not found at alpha = {alpha:g}: {why}", fp)
+    fp.extra["branch"] = branch
+    fp.extra["n_map_evaluations"] = T.n_evaluations
+    if with_eps_g:
+        eg, eg_err = generalisation_error(params, fp.q, fp.m, fp.theta)
+        fp.extra["eps_g"], fp.extra["eps_g_quad_err"] = eg, eg_err
+    return fp

@@ -1,0 +1,194 @@
+r"""The output (loss) channel: the expectation atoms of the hat equations on a node set.
+
+At order parameters ``(q, m, theta, V)`` every node ``(xi, eta)`` of a :class:`NodeSet` is
+mapped to (MODEL.md section 4)
+
+.. math::
+
+    w_l = \sqrt q\,\xi_l + s_l m, \qquad
+    h^*_l = \frac{\theta}{\sqrt q}\xi_l + \sqrt{\rho-\theta^2/q}\,\eta_l, \qquad
+    T_{ll} = (1-\omega)\,\mathrm{logistic}(h^{*2}_l - h^*_1h^*_2) + \omega A_{ll},
+
+the prox is solved once per node, and every integrand (the atoms ``E[f_l]``, ``E[f_l^2]``,
+``E[xi_l f_l]``, ``E[eta_l f_l]`` of :func:`symattn.compile.kernels.atom_list`, the envelope
+``E[M]`` and ``E[loss(prox)]``) is averaged from that one solve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scipy import special
+
+from ..compile.kernels import SETTING, atom_integrands, atom_list, loss_kernel, teacher_kernel
+from ..model.params import ModelParams
+from .prox import ProxResult, prox
+from .quadrature import NodeSet
+
+__all__ = ["OutputChannel", "ChannelState", "InvalidOrderParameters"]
+
+
+class InvalidOrderParameters(ValueError):
+    """``(q, m, theta, V)`` outside the domain ``q > 0, V > 0, theta^2 < q rho``."""
+
+
+def _tie_candidates(gap, eps):
+    """Nodes whose runner-up minimum is close enough to matter in the smoothed selection."""
+    return np.isfinite(gap) & (gap < 800.0 * eps)
+
+
+@dataclass
+class ChannelState:
+    r"""Output-channel averages at ``x = (q, m, theta, V)``, with what the Jacobian needs.
+
+    The selection between the best and the runner-up local minimum at each node is smoothed:
+    the best gets weight :math:`p = \mathrm{logistic}(\Delta G/\varepsilon)`,
+    :math:`\Delta G = G_{\rm 2nd} - G_{\rm best} \ge 0`, the runner-up :math:`1-p`.  For
+    :math:`\Delta G \gg \varepsilon` this is the hard global minimum; the smoothing makes the
+    quadrature map continuous in ``x`` (a node crossing a switching surface no longer makes the
+    map jump), at a bias of order :math:`\varepsilon^2` times the density of ties.
+
+    ``means`` holds the averaged rows: the atoms (order of
+    :func:`symattn.compile.kernels.atom_list`), then ``E[M]``, then ``E[loss(prox)]``.
+    """
+
+    x: np.ndarray
+    eps: float
+    w: np.ndarray
+    t: np.ndarray
+    prox: ProxResult
+    p: np.ndarray
+    rows_best: np.ndarray
+    rows_second: np.ndarray
+    means: np.ndarray
+    n_atoms: int
+
+    @property
+    def atoms(self) -> np.ndarray:
+        return self.means[: self.n_atoms]
+
+    @property
+    def E_M(self) -> float:
+        return float(self.means[self.n_atoms])
+
+    @property
+    def E_loss(self) -> float:
+        return float(self.means[self.n_atoms + 1])
+
+    @property
+    def n_failed(self) -> int:
+        return self.prox.n_failed
+
+    @property
+    def n_ties(self) -> int:
+        """Nodes where the smoothing mixes two minima (``1 - p > 1e-12``)."""
+        return int(np.count_nonzero(1 - self.p > 1e-12))
+
+
+class OutputChannel:
+    """Evaluate the output channel of ``params`` on ``nodes``.
+
+    Parameters
+    ----------
+    params : ModelParams
+    nodes : NodeSet
+    gtol : float
+        Gradient tolerance of the prox Newton solves.
+    """
+
+    def __init__(self, params: ModelParams, nodes: NodeSet, gtol: float = 1e-13):
+        self.params = params
+        self.nodes = nodes
+        self.gtol = gtol
+        self._signs = np.array(SETTING.signs, float)
+        self._n_atoms = len(atom_list())
+
+    def node_map(self, q, m, theta):
+        """``(w, hs)``, each ``(n, 2)``."""
+        p = self.params
+        if not (q > 0 and theta**2 < q * p.rho):
+            raise InvalidOrderParameters(f"need q > 0 and theta^2 < q rho; got q={q}, theta={theta}")
+        xi, eta = self.nodes.xi, self.nodes.eta
+        w = np.sqrt(q) * xi + self._signs * m
+        hs = theta / np.sqrt(q) * xi + np.sqrt(p.rho - theta**2 / q) * eta
+        return w, hs
+
+    def targets(self, hs):
+        p = self.params
+        t1, t2 = teacher_kernel()(hs[:, 0], hs[:, 1], p.omega, p.A[0][0], p.A[1][1])
+        return np.stack([t1, t2], axis=-1)
+
+    def _setup(self, x):
+        q, m, theta, V = x
+        if not V > 0:
+            raise InvalidOrderParameters(f"need V > 0; got V={V}")
+        w, hs = self.node_map(q, m, theta)
+        return w, self.targets(hs)
+
+    def _rows(self, idx, w, t, h, G, V):
+        """Integrand rows ``(n, n_atoms + 2)`` at nodes ``idx`` with prox ``h`` and value ``G``."""
+        xi, eta = self.nodes.xi[idx], self.nodes.eta[idx]
+        vals = atom_integrands()(xi[:, 0], xi[:, 1], eta[:, 0], eta[:, 1], h[:, 0], h[:, 1],
+                                 w[:, 0], w[:, 1], V)
+        loss = loss_kernel()(h[:, 0], h[:, 1], t[:, 0], t[:, 1], self.params.sigma)
+        cols = [np.broadcast_to(v, G.shape) for v in vals] + [G, loss]
+        return np.stack(cols, axis=-1)
+
+    def evaluate(self, x, eps: float = 1e-10) -> ChannelState:
+        """Global multi-start prox at every node and the smoothed averages at ``x``."""
+        x = np.asarray(x, float)
+        w, t = self._setup(x)
+        V = x[3]
+        pr = prox(w, t, V, self.params.sigma, gtol=self.gtol)
+        n = w.shape[0]
+        allidx = np.arange(n)
+        rows_best = self._rows(allidx, w, t, pr.h, pr.value, V)
+        rows_second = np.full_like(rows_best, np.nan)
+        gap = pr.gap
+        p = np.ones(n)
+        cand = _tie_candidates(gap, eps)
+        if cand.any():
+            idx = np.flatnonzero(cand)
+            rows_second[idx] = self._rows(idx, w[idx], t[idx], pr.h2[idx], pr.value2[idx], V)
+            p[idx] = special.expit(gap[idx] / eps)
+        mixed = np.where(cand[:, None], p[:, None] * rows_best + (1 - p[:, None]) * rows_second,
+                         rows_best)
+        means = self.nodes.expect(mixed)
+        return ChannelState(x=x, eps=eps, w=w, t=t, prox=pr, p=p, rows_best=rows_best,
+                            rows_second=rows_second, means=means, n_atoms=self._n_atoms)
+
+    def derivative(self, state: ChannelState, j: int, step: float) -> np.ndarray:
+        r""":math:`\partial\,\mathrm{means}/\partial x_j` of the smoothed averages.
+
+        Each local minimum is followed by Newton from its position at ``x`` (a smooth
+        function of ``x``; forward difference of size ``step``); the smoothing weight is
+        differentiated analytically, :math:`\partial p = p(1-p)\,\partial\Delta G/\varepsilon`,
+        which captures the motion of the switching surfaces exactly.
+        """
+        x = state.x.copy()
+        x[j] += step
+        w, t = self._setup(x)
+        V = x[3]
+        sig = self.params.sigma
+        pr = prox(w, t, V, sig, gtol=self.gtol, extra_starts=state.prox.h[:, None, :],
+                  include_default=False)
+        n = w.shape[0]
+        d_best = (self._rows(np.arange(n), w, t, pr.h, pr.value, V) - state.rows_best) / step
+        p = state.p
+        d_mixed = d_best
+        cand = _tie_candidates(state.prox.gap, state.eps)
+        if cand.any():
+            idx = np.flatnonzero(cand)
+            pr2 = prox(w[idx], t[idx], V, sig, gtol=self.gtol,
+                       extra_starts=state.prox.h2[idx][:, None, :], include_default=False)
+            rows2 = self._rows(idx, w[idx], t[idx], pr2.h, pr2.value, V)
+            d_second = (rows2 - state.rows_second[idx]) / step
+            d_gap = ((pr2.value - pr.value[idx]) - state.prox.gap[idx]) / step
+            pi = p[idx][:, None]
+            dp = (p[idx] * (1 - p[idx]) * d_gap / state.eps)[:, None]
+            d_mixed = d_best.copy()
+            d_mixed[idx] = (pi * d_best[idx] + (1 - pi) * d_second
+                            + dp * (state.rows_best[idx] - state.rows_second[idx]))
+        return self.nodes.expect(d_mixed)

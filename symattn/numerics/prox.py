@@ -1,0 +1,200 @@
+r"""The proximal operator of the non-convex ``L = 2`` loss, at every node at once.
+
+.. math::
+
+    \mathrm{prox}(w, T, V) = \operatorname{argmin}_h \; \mathcal{G}(h), \qquad
+    \mathcal{G}(h) = \frac{\lVert h - w\rVert^2}{2V}
+      + \sigma^2\sum_{l=1,2}\left(\mathrm{logistic}(h_l^2 - h_1h_2) - T_{ll}\right)^2
+
+(MODEL.md section 4).  ``G`` is even in ``h`` up to the quadratic term and, with ``V`` of order
+10-30, has two or more local minima; the GLOBAL minimiser is wanted.
+
+Method: safeguarded Newton from several starts per node, all nodes and starts in lock step
+(vectorised numpy); keep the start with the lowest converged value.  The starts are
+
+* ``w`` (the minimiser when the loss is flat, i.e. for large ``|w|``);
+* ``+h0`` and ``-h0``: the two zeros of the loss, :math:`h^0_1 = a_1/\delta`,
+  :math:`h^0_2 = -a_2/\delta`, :math:`\delta = \sqrt{a_1+a_2}` with
+  :math:`a_l = \mathrm{logit}\,T_{ll}` (shifted to :math:`a_1+a_2 \ge 0.05` when the target is not
+  reachable);
+* optional extra starts supplied by the caller (e.g. previous solutions).
+
+Each Newton step solves with the Hessian shifted to be positive definite (eigenvalue floor
+``1e-4/V``) and backtracks (Armijo) on ``G``; a start has converged when
+``max|grad G| <= gtol`` at a positive-definite Hessian.  ``tests/test_prox.py`` checks the
+result against a brute-force grid search.
+
+Array contract: every input broadcasts to shape ``(n,)``; ``starts`` has shape ``(n, k, 2)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from ..compile.kernels import objective_kernel, prox_kernel
+
+__all__ = ["ProxResult", "prox", "loss_zeros"]
+
+_ARMIJO = 1e-4
+_MAX_HALVINGS = 40
+
+
+@dataclass
+class ProxResult:
+    """Global minimiser per node.
+
+    Attributes
+    ----------
+    h : (n, 2) array      the prox (lowest local minimum found)
+    value : (n,) array    the Moreau envelope M = G(prox)
+    converged : (n,) bool the chosen start met the gradient tolerance at a PD Hessian
+    h2 : (n, 2) array     the runner-up: lowest *other* distinct local minimum (nan if none)
+    value2 : (n,) array   its value (inf if none)
+    iterations : int      Newton iterations of the slowest start
+    """
+
+    h: np.ndarray
+    value: np.ndarray
+    converged: np.ndarray
+    h2: np.ndarray
+    value2: np.ndarray
+    iterations: int
+
+    @property
+    def gap(self) -> np.ndarray:
+        """``value2 - value`` (``inf`` where only one local minimum was found)."""
+        return self.value2 - self.value
+
+    @property
+    def n_failed(self) -> int:
+        return int(np.count_nonzero(~self.converged))
+
+
+def loss_zeros(t1, t2, min_sum=0.05):
+    r"""The two points :math:`\pm h^0` where the loss vanishes (or nearly, if unreachable).
+
+    :math:`a_l = \mathrm{logit}(T_{ll})`; since :math:`a_1 + a_2 = (h_1-h_2)^2 \ge 0`, a target with
+    :math:`a_1 + a_2 < ` ``min_sum`` is shifted to that sum.  Returns ``(n, 2)``.
+    """
+    a1 = special.logit(np.clip(t1, 1e-12, 1 - 1e-12))
+    a2 = special.logit(np.clip(t2, 1e-12, 1 - 1e-12))
+    shift = np.maximum(0.0, (min_sum - (a1 + a2)) / 2)
+    a1, a2 = a1 + shift, a2 + shift
+    delta = np.sqrt(a1 + a2)
+    return np.stack([a1 / delta, -a2 / delta], axis=-1)
+
+
+def _newton(h, w, t, V, sigma, gtol, max_iter):
+    """Safeguarded Newton on flattened problems; returns (h, G, converged, iterations)."""
+    kern, obj = prox_kernel(), objective_kernel()
+    n = h.shape[0]
+    h = h.copy()
+    conv = np.zeros(n, bool)
+    G = np.empty(n)
+    floor = 1e-4 / V
+    active = np.arange(n)
+    it = 0
+    while active.size and it < max_iter:
+        it += 1
+        ha, wa, ta = h[active], w[active], t[active]
+        Va = V[active] if np.ndim(V) else V
+        fa = floor[active] if np.ndim(floor) else floor
+        Ga, g1, g2, a, b, c = kern(ha[:, 0], ha[:, 1], wa[:, 0], wa[:, 1], ta[:, 0], ta[:, 1], Va,
+                                   sigma)
+        G[active] = Ga
+        gmax = np.maximum(np.abs(g1), np.abs(g2))
+        # smallest Hessian eigenvalue; shift to at least the floor
+        lam_min = 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
+        done = (gmax <= gtol) & (lam_min > 0)
+        conv[active[done]] = True
+        keep = ~done
+        if not keep.any():
+            break
+        active = active[keep]
+        ha, wa, ta = ha[keep], wa[keep], ta[keep]
+        g1, g2, a, b, c, Ga = g1[keep], g2[keep], a[keep], b[keep], c[keep], Ga[keep]
+        Va = Va[keep] if np.ndim(Va) else Va
+        fa = fa[keep] if np.ndim(fa) else fa
+        shift = np.maximum(0.0, fa - lam_min[keep])
+        a, c = a + shift, c + shift
+        det = a * c - b * b
+        d1 = -(c * g1 - b * g2) / det
+        d2 = -(a * g2 - b * g1) / det
+        slope = g1 * d1 + g2 * d2
+        step = np.ones(active.size)
+        pending = np.arange(active.size)
+        for _ in range(_MAX_HALVINGS):
+            hp = ha[pending] + step[pending, None] * np.stack([d1[pending], d2[pending]], -1)
+            Vp = Va[pending] if np.ndim(Va) else Va
+            Gp = obj(hp[:, 0], hp[:, 1], wa[pending, 0], wa[pending, 1], ta[pending, 0],
+                     ta[pending, 1], Vp, sigma)
+            ok = Gp <= Ga[pending] + _ARMIJO * step[pending] * slope[pending]
+            # a step that cannot lower G in double precision is accepted: the point is stationary
+            ok |= np.abs(step[pending] * slope[pending]) < 1e-17 * np.maximum(1.0, np.abs(Ga[pending]))
+            step[pending[~ok]] *= 0.5
+            pending = pending[~ok]
+            if not pending.size:
+                break
+        h[active] = ha + step[:, None] * np.stack([d1, d2], -1)
+    if active.size:  # final evaluation of the points that ran out of iterations
+        ha, wa, ta = h[active], w[active], t[active]
+        Va = V[active] if np.ndim(V) else V
+        Ga, g1, g2, a, b, c = kern(ha[:, 0], ha[:, 1], wa[:, 0], wa[:, 1], ta[:, 0], ta[:, 1], Va,
+                                   sigma)
+        G[active] = Ga
+        lam_min = 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
+        conv[active] = (np.maximum(np.abs(g1), np.abs(g2)) <= gtol) & (lam_min > 0)
+    return h, G, conv, it
+
+
+def prox(w, t, V, sigma, *, gtol=1e-13, max_iter=100, extra_starts=None, include_default=True):
+    """Global minimiser of the Moreau objective at every node.
+
+    Parameters
+    ----------
+    w : (n, 2) array        student mean pre-activations
+    t : (n, 2) array        target diagonal ``(T_11, T_22)`` of each node
+    V : float               response
+    sigma : float
+    gtol : float            gradient tolerance of each local Newton solve
+    extra_starts : (n, k, 2) array, optional   additional starting points
+    include_default : bool  use the default starts ``w, +h0, -h0``
+
+    Returns
+    -------
+    ProxResult
+    """
+    w = np.asarray(w, float)
+    t = np.asarray(t, float)
+    n = w.shape[0]
+    starts = []
+    if include_default:
+        h0 = loss_zeros(t[:, 0], t[:, 1])
+        starts += [w, h0, -h0]
+    if extra_starts is not None:
+        starts += list(np.moveaxis(np.asarray(extra_starts, float), 1, 0))
+    S = np.stack(starts, axis=1)                   # (n, k, 2)
+    k = S.shape[1]
+    flat_w = np.repeat(w, k, axis=0)
+    flat_t = np.repeat(t, k, axis=0)
+    h, G, conv, it = _newton(S.reshape(-1, 2), flat_w, flat_t, V, sigma, gtol, max_iter)
+    h, G, conv = h.reshape(n, k, 2), G.reshape(n, k), conv.reshape(n, k)
+    Gm = np.where(conv, G, np.inf)
+    rows = np.arange(n)
+    best = np.argmin(Gm, axis=1)
+    none_conv = ~conv.any(axis=1)
+    best = np.where(none_conv, np.argmin(G, axis=1), best)
+    hb = h[rows, best]
+    # the runner-up: the lowest converged local minimum distinct from the best (1e-6 apart)
+    dist = np.max(np.abs(h - hb[:, None, :]), axis=-1)
+    distinct = conv & (dist > 1e-6)
+    G_other = np.where(distinct, Gm, np.inf)
+    second = np.argmin(G_other, axis=1)
+    has_second = np.isfinite(G_other[rows, second])
+    return ProxResult(h=hb, value=G[rows, best], converged=conv[rows, best],
+                      h2=np.where(has_second[:, None], h[rows, second], np.nan),
+                      value2=np.where(has_second, G[rows, second], np.inf),
+                      iterations=it)

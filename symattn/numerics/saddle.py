@@ -1,0 +1,255 @@
+r"""Fixed points of the saddle-point equations at fixed quadrature.
+
+The map :math:`T: x = (q, m, \theta, V) \mapsto x'` composes the derived equations
+(``symattn.symbolic.free_energy``): output channel atoms at ``x`` -> conjugates
+``(q_hat, m_hat, theta_hat, V_hat)`` -> prior channel -> ``x'``.  A fixed point solves
+``T(x) = x`` on the *free* variables; a branch may pin a variable to its exact symmetric value
+(``theta = 0`` on the positional branch, ``m = 0`` on the semantic one).  Pinning is done
+together with ``symmetry``: the map then uses the rule averaged over the node symmetry that
+leaves the pinned subspace invariant (``eta -> -eta`` resp. ``(xi, eta) -> -(xi, eta)``),
+which sets the odd atoms (hence ``theta_hat`` resp. ``m_hat``) exactly to zero, so the pinned
+point is an exact fixed point of all four equations under that rule.
+
+Solver: a few damped iterations :math:`x \leftarrow x + \beta (T(x) - x)` with adaptive
+:math:`\beta`, then Newton on :math:`r(x) = T(x) - x` with a finite-difference Jacobian taken
+with the prox *frozen* on the current branch assignment of every node (so that the Jacobian
+is that of the smooth local map, not polluted by nodes switching minimiser), with backtracking
+on :math:`\lVert r\rVert_\infty`.  Convergence is declared on the undamped residual
+:math:`\max |T(x) - x|` over the free variables, evaluated with the global multi-start prox.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ..compile.kernels import odd_atoms, output_equations, phi_kernel, prior_equations
+from ..model.params import ModelParams
+from .channel import ChannelState, InvalidOrderParameters, OutputChannel
+
+__all__ = ["FixedPoint", "MapState", "SaddlePointMap", "solve_fixed_point", "NAMES"]
+
+NAMES = ("q", "m", "theta", "V")
+HAT_NAMES = ("q_hat", "m_hat", "theta_hat", "V_hat")
+
+
+@dataclass
+class FixedPoint:
+    """A solution of the saddle-point equations at fixed quadrature, with its status.
+
+    ``eps_t = -Phi`` (training loss per dimension, penalty included); ``residual`` is
+    ``max |T(x) - x|`` over the free variables; ``converged`` says whether it is below the
+    tolerance.  ``E_M`` is :math:`\\mathbb{E}[\\mathcal{M}] = d\\varepsilon_t/d\\alpha`.
+    """
+
+    alpha: float
+    q: float
+    m: float
+    theta: float
+    V: float
+    q_hat: float
+    m_hat: float
+    theta_hat: float
+    V_hat: float
+    eps_t: float
+    E_M: float
+    E_loss: float
+    residual: float
+    converged: bool
+    iterations: int
+    n_failed_prox: int
+    free: tuple
+    rule: str
+    message: str = ""
+    wall_time: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def x(self) -> np.ndarray:
+        return np.array([self.q, self.m, self.theta, self.V])
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["free"] = [NAMES[i] for i in self.free]
+        return d
+
+
+@dataclass
+class MapState:
+    """``T(x)`` with the conjugates and the channel state it came from."""
+
+    x: np.ndarray
+    Tx: np.ndarray
+    hats: np.ndarray
+    channel: ChannelState
+
+    def residual(self, free) -> np.ndarray:
+        return (self.Tx - self.x)[list(free)]
+
+
+class SaddlePointMap:
+    """:math:`T(x)` for one model, ``alpha`` and output channel (node set)."""
+
+    def __init__(self, params: ModelParams, alpha: float, channel: OutputChannel,
+                 symmetry: str | None = None):
+        self.params = params
+        self.alpha = float(alpha)
+        self.channel = channel
+        self.symmetry = symmetry
+        self._odd = list(odd_atoms(symmetry)) if symmetry else []
+        self._out = output_equations()
+        self._prior = prior_equations()
+        self._phi = phi_kernel()
+        self.n_evaluations = 0
+
+    def _from_atoms(self, x, atoms):
+        if self._odd:  # the rule averaged over the symmetry: odd atoms vanish exactly
+            atoms = atoms.copy()
+            atoms[self._odd] = 0.0
+        q, m, theta, V = x
+        p = self.params
+        hats = np.array(self._out(*atoms, q, m, theta, V, self.alpha, p.rho), dtype=float)
+        return np.array(self._prior(*hats, p.sigma, p.lam, p.rho), dtype=float), hats
+
+    def __call__(self, x, eps: float = 1e-10) -> MapState:
+        self.n_evaluations += 1
+        x = np.asarray(x, float)
+        ch = self.channel.evaluate(x, eps)
+        Tx, hats = self._from_atoms(x, ch.atoms)
+        return MapState(x=x, Tx=Tx, hats=hats, channel=ch)
+
+    def jacobian(self, state: MapState, free) -> np.ndarray:
+        """Jacobian of ``r = T(x) - x`` on the free variables (see ``OutputChannel.derivative``)."""
+        k = len(free)
+        J = np.empty((k, k))
+        n_at = state.channel.n_atoms
+        for jj, j in enumerate(free):
+            h = 1e-7 * max(abs(state.x[j]), 1e-2)
+            d_means = self.channel.derivative(state.channel, j, h)
+            xp = state.x.copy()
+            xp[j] += h
+            Tp, _ = self._from_atoms(xp, state.channel.atoms + h * d_means[:n_at])
+            J[:, jj] = ((Tp - xp) - (state.Tx - state.x))[list(free)] / h
+        self.n_evaluations += k
+        return J
+
+    def symmetric_atoms(self, state: MapState) -> np.ndarray:
+        """The channel atoms as the map uses them (odd atoms zeroed under ``symmetry``)."""
+        a = state.channel.atoms.copy()
+        a[self._odd] = 0.0
+        return a
+
+    def phi(self, state: MapState) -> float:
+        p = self.params
+        return float(self._phi(*state.x, *state.hats, state.channel.E_M, self.alpha, p.sigma,
+                               p.lam, p.rho))
+
+
+_MAX_HALVINGS = 20
+_SLOW = 0.7
+_EPS_LADDER = (1e-4, 1e-2)
+
+
+def _valid(x, rho) -> bool:
+    q, m, theta, V = x
+    return bool(np.all(np.isfinite(x)) and q > 0 and V > 0 and theta**2 < q * rho)
+
+
+def _newton(T: SaddlePointMap, state: MapState, free, eps, tol, max_iter, verbose):
+    """Damped Newton on ``r`` with backtracking on ``max|r|``; returns (state, iterations, ok)."""
+    rho = T.params.rho
+    res = float(np.max(np.abs(state.residual(free))))
+    it = 0
+    slow = 0
+    while res > tol and it < max_iter:
+        it += 1
+        J = T.jacobian(state, free)
+        try:
+            d = np.linalg.solve(J, -state.residual(free))
+        except np.linalg.LinAlgError:
+            return state, it, False
+        step = np.zeros(4)
+        step[list(free)] = d
+        new = None
+        for _ in range(_MAX_HALVINGS):
+            xn = state.x + step
+            if _valid(xn, rho):
+                try:
+                    cand = T(xn, eps)
+                except InvalidOrderParameters:
+                    cand = None
+                if cand is not None:
+                    rn = float(np.max(np.abs(cand.residual(free))))
+                    if np.isfinite(rn) and rn < res:
+                        new = cand
+                        break
+            step = step / 2
+        if new is None:
+            return state, it, False
+        # two slow steps in a row: the root sits on a selection ramp narrower than Newton's
+        # reach at this eps (see solve_fixed_point); hand over to the next stage
+        slow = slow + 1 if rn > _SLOW * res else 0
+        state, res = new, rn
+        if slow >= 2:
+            return state, it, res <= tol
+        if verbose:
+            print(f"    newton {it:3d} eps={eps:.0e} residual {res:.3e} x={state.x} "
+                  f"ties={state.channel.n_ties}")
+    return state, it, res <= tol
+
+
+def solve_fixed_point(T: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 1e-10,
+                      eps: float | None = None, max_iter: int = 40,
+                      verbose: bool = False) -> FixedPoint:
+    """Solve ``T(x) = x`` on the ``free`` components, starting from ``x0``.
+
+    ``tol`` bounds the undamped residual ``max |T(x) - x|`` (free components) and is also the
+    default smoothing width ``eps`` of the selection between competing prox minima (see
+    :class:`~symattn.numerics.channel.ChannelState`).  With a small ``eps`` a root can sit on
+    the steep but continuous ramp where one node switches minimiser, narrower than Newton's
+    reach.  So if Newton at ``eps`` stalls, the solve is restarted from ``x0`` and continued in
+    ``eps``: from ``1e-4`` (then, if that fails too, from ``1e-2``) down to ``eps`` by factors
+    of 100, each stage started from the previous stage's solution (a stage that stalls hands
+    over to the next).  Returns a :class:`FixedPoint` whose ``converged`` is True only if the
+    final stage (at ``eps``) reached the residual ``tol`` and every prox solve converged.
+    """
+    t0 = time.perf_counter()
+    eps = tol if eps is None else eps
+    free = tuple(free)
+    x = np.array(x0, dtype=float)
+    if not _valid(x, T.params.rho):
+        raise InvalidOrderParameters(f"invalid starting point {x}")
+    tried = []
+    iterations = 0
+    for start in (eps,) + tuple(e for e in _EPS_LADDER if e > eps):
+        stages = [start]
+        while stages[-1] > eps:
+            stages.append(max(stages[-1] / 100, eps))
+        tried.append(stages)
+        state = None
+        for e in stages:
+            state = T(x if state is None else state.x, e)
+            state, k, ok = _newton(T, state, free, e, tol, max_iter, verbose)
+            iterations += k
+        if ok:
+            break
+    res = float(np.max(np.abs(state.residual(free))))
+    ch = state.channel
+    converged = bool(res <= tol and ch.n_failed == 0 and state.channel.eps <= eps * 1.001)
+    if converged:
+        message = "converged"
+    elif ch.n_failed:
+        message = f"{ch.n_failed} prox solves did not converge"
+    else:
+        message = f"residual {res:.2e} > tol {tol:.0e} after {iterations} Newton iterations"
+    hats = state.hats
+    x = state.x
+    return FixedPoint(alpha=T.alpha, q=x[0], m=x[1], theta=x[2], V=x[3], q_hat=hats[0],
+                      m_hat=hats[1], theta_hat=hats[2], V_hat=hats[3], eps_t=-T.phi(state),
+                      E_M=ch.E_M, E_loss=ch.E_loss, residual=res, converged=converged,
+                      iterations=iterations, n_failed_prox=ch.n_failed, free=free,
+                      rule=T.channel.nodes.label, message=message,
+                      wall_time=time.perf_counter() - t0,
+                      extra={"eps_stages": tried, "n_ties": ch.n_ties})
