@@ -28,8 +28,11 @@ from .saddle import FixedPoint, SaddlePointMap, solve_fixed_point
 
 __all__ = ["BRANCHES", "Branch", "BranchNotFound", "solve_branch"]
 
-#: overlaps below this are "zero": the solve collapsed onto the other family's subspace
-COLLAPSE = 1e-6
+#: normalised overlaps (cosines) below this mean the solve collapsed onto the trivial point:
+#: theta/sqrt(q rho) on the semantic branch, m/sqrt(q) on the positional one.  Quadrature
+#: noise alone gives cosines of order 1e-3 at the trivial point; the branches, which end at
+#: folds with finite overlap (a first-order transition), have cosines of order one.
+COLLAPSE = 0.05
 
 
 class BranchNotFound(RuntimeError):
@@ -54,14 +57,16 @@ class Branch:
         q, m, theta_frac, V = self.x0
         return np.array([q, m, theta_frac * np.sqrt(q * params.rho), V])
 
-    def check(self, fp: FixedPoint) -> str | None:
+    def check(self, fp: FixedPoint, rho: float) -> str | None:
         """Why ``fp`` is not a point of this branch, or None."""
         if not fp.converged:
             return f"no converged fixed point ({fp.message})"
-        if self.name == "semantic" and abs(fp.theta) < COLLAPSE:
-            return f"the solve collapsed to theta = {fp.theta:.1e} (no semantic fixed point here)"
-        if self.name == "positional" and abs(fp.m) < COLLAPSE:
-            return f"the solve collapsed to m = {fp.m:.1e} (no positional fixed point here)"
+        if self.name == "semantic" and abs(fp.theta) < COLLAPSE * np.sqrt(fp.q * rho):
+            return (f"the solve collapsed to the trivial point (theta = {fp.theta:.1e}); "
+                    "no semantic fixed point found from the branch's starts")
+        if self.name == "positional" and abs(fp.m) < COLLAPSE * np.sqrt(fp.q):
+            return (f"the solve collapsed to the trivial point (m = {fp.m:.1e}); "
+                    "no positional fixed point found from the branch's starts")
         return None
 
 
@@ -88,7 +93,7 @@ def solve_branch(params: ModelParams, branch: str, alpha: float, channel: Output
     fp, why = None, None
     for s in starts:
         fp = solve_fixed_point(T, s, B.free, tol=tol)
-        why = B.check(fp)
+        why = B.check(fp, params.rho)
         if why is None:
             break
     if why is not None:

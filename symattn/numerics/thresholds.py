@@ -36,6 +36,7 @@ from .quadrature import SobolRule
 from .saddle import FixedPoint
 
 __all__ = ["ThresholdSettings", "RuleThresholds", "Thresholds", "thresholds_for_rule",
+           "thresholds_on_nodes",
            "compute_thresholds", "ThresholdNotFound"]
 
 
@@ -47,7 +48,7 @@ class ThresholdNotFound(RuntimeError):
 class ThresholdSettings:
     """Numerical settings, one knob each; ``tol`` is threaded through prox and fixed points."""
 
-    log2_n: int = 13          #: Sobol points per rule: 2**log2_n
+    log2_n: int = 14          #: Sobol points per rule: 2**log2_n
     n_rules: int = 8          #: independent scrambles (the error bar's sample size)
     tol: float = 1e-10        #: fixed-point residual tolerance (and selection smoothing)
     root_tol: float = 1e-9    #: stopping step of the root finders in alpha
@@ -172,9 +173,15 @@ def _crossing(params, channel, branch, a, b, x_a, eps_lin, tol, root_tol):
 def thresholds_for_rule(params: ModelParams, settings: ThresholdSettings, seed: int,
                         alpha0: float | None = None, warm=(None, None)) -> RuleThresholds:
     """``alpha_c`` and ``alpha_l`` on the scrambled Sobol rule ``seed``."""
+    return thresholds_on_nodes(params, SobolRule(settings.log2_n, seed).nodes(), settings,
+                               seed=seed, alpha0=alpha0, warm=warm)
+
+
+def thresholds_on_nodes(params: ModelParams, nodes, settings: ThresholdSettings, seed: int = -1,
+                        alpha0: float | None = None, warm=(None, None)) -> RuleThresholds:
+    """``alpha_c`` and ``alpha_l`` on any :class:`~symattn.numerics.quadrature.NodeSet`."""
     t0 = time.perf_counter()
-    channel = OutputChannel(params, SobolRule(settings.log2_n, seed).nodes(),
-                            gtol=max(settings.tol * 1e-3, 1e-14))
+    channel = OutputChannel(params, nodes, gtol=max(settings.tol * 1e-3, 1e-14))
     a0 = settings.alpha_start if alpha0 is None else alpha0
     ac, ac_step, pos, sem, its = _alpha_c(params, channel, settings.tol, settings.root_tol, a0,
                                           warm)
