@@ -149,7 +149,15 @@ def cmd_thresholds(args, main_job=False) -> int:
               f"omega={params.omega:g}, A={[list(r) for r in params.A]}", file=sys.stderr)
         print(f"  {settings.n_rules} scrambled Sobol rules of 2^{settings.log2_n} points, "
               f"fixed-point tolerance {settings.tol:g}", file=sys.stderr, flush=True)
-    th = compute_thresholds(params, settings, progress=None if args.json else _progress)
+    from .numerics.branches import BranchNotFound
+    from .numerics.thresholds import ThresholdNotFound
+    try:
+        th = compute_thresholds(params, settings, progress=None if args.json else _progress)
+    except (ThresholdNotFound, BranchNotFound) as exc:
+        if args.json:
+            print(json.dumps({"error": str(exc), "params": params.as_dict()}))
+        print(f"symattn: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
     wall = time.perf_counter() - t0
     data = th.as_dict()
     data["wall_time"] = wall

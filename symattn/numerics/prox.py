@@ -157,7 +157,7 @@ def prox(w, t, V, sigma, *, gtol=1e-13, max_iter=100, extra_starts=None, include
     ----------
     w : (n, 2) array        student mean pre-activations
     t : (n, 2) array        target diagonal ``(T_11, T_22)`` of each node
-    V : float               response
+    V : float or (n,) array response
     sigma : float
     gtol : float            gradient tolerance of each local Newton solve
     extra_starts : (n, k, 2) array, optional   additional starting points
@@ -180,7 +180,8 @@ def prox(w, t, V, sigma, *, gtol=1e-13, max_iter=100, extra_starts=None, include
     k = S.shape[1]
     flat_w = np.repeat(w, k, axis=0)
     flat_t = np.repeat(t, k, axis=0)
-    h, G, conv, it = _newton(S.reshape(-1, 2), flat_w, flat_t, V, sigma, gtol, max_iter)
+    flat_V = np.repeat(np.broadcast_to(np.asarray(V, float), (n,)), k) if np.ndim(V) else float(V)
+    h, G, conv, it = _newton(S.reshape(-1, 2), flat_w, flat_t, flat_V, sigma, gtol, max_iter)
     h, G, conv = h.reshape(n, k, 2), G.reshape(n, k), conv.reshape(n, k)
     Gm = np.where(conv, G, np.inf)
     rows = np.arange(n)

@@ -41,7 +41,10 @@ class FixedPoint:
 
     ``eps_t = -Phi`` (training loss per dimension, penalty included); ``residual`` is
     ``max |T(x) - x|`` over the free variables; ``converged`` says whether it is below the
-    tolerance.  ``E_M`` is :math:`\\mathbb{E}[\\mathcal{M}] = d\\varepsilon_t/d\\alpha`.
+    tolerance.  ``E_M`` is :math:`\\mathbb{E}[\\mathcal{M}]`, which equals
+    :math:`d\\varepsilon_t/d\\alpha` exactly on the positional branch and up to the
+    integration error on the semantic one (its ``theta_hat`` equation uses Stein's lemma, which
+    a finite rule satisfies only approximately).
     """
 
     alpha: float

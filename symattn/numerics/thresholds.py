@@ -1,9 +1,11 @@
 r"""The thresholds ``alpha_c`` and ``alpha_l`` with error bars (MODEL.md section 5).
 
 * :math:`\alpha_c`: root of :math:`\Delta(\alpha) = \varepsilon_t^{\rm pos}(\alpha) -
-  \varepsilon_t^{\rm sem}(\alpha)`, by Newton's method with the exact derivative
+  \varepsilon_t^{\rm sem}(\alpha)`, by Newton's method with the derivative
   :math:`\mathrm{d}\varepsilon_t/\mathrm{d}\alpha = \mathbb{E}[\mathcal{M}]` at a fixed point
-  (envelope theorem on :math:`\Phi`), both branches warm-started along ``alpha``.
+  (envelope theorem on :math:`\Phi`; exact on the positional branch, exact up to the
+  integration error on the semantic one, which only slows Newton from quadratic to fast
+  linear convergence, not the root it converges to), both branches warm-started along ``alpha``.
 * :math:`\alpha_l`: where the global minimum's :math:`\varepsilon_g` crosses
   :math:`\varepsilon_{\rm lin}`, by Brent's method on the branch that is global there.
 
@@ -112,6 +114,9 @@ class Thresholds:
                 "wall_time": self.wall_time}
 
 
+_ALPHA_SCAN_MAX = 8.0
+
+
 def _alpha_c(params, channel, tol, root_tol, alpha0, warm):
     """Newton on Delta(alpha) with Delta' = E_M^pos - E_M^sem; steps halved if a branch is lost."""
     alpha = alpha0
@@ -128,8 +133,10 @@ def _alpha_c(params, channel, tol, root_tol, alpha0, warm):
             if last_ok is None:
                 # no knowledge of where the branches live yet: move up, where both exist
                 alpha *= 1.25
-                if alpha > 50:
-                    raise ThresholdNotFound(f"alpha_c: {exc}") from exc
+                if alpha > _ALPHA_SCAN_MAX:
+                    raise ThresholdNotFound(
+                        f"alpha_c: no alpha in [{alpha0:g}, {_ALPHA_SCAN_MAX:g}] where both "
+                        f"branches were found (last: {exc})") from exc
                 continue
             step /= 2
             alpha = last_ok - step

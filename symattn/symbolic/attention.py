@@ -142,7 +142,7 @@ def _softmax_entry_is_logistic(general, logit) -> bool:
 
 
 def loss_closed_form_L2_equals_general(h, hs, A: sp.Matrix) -> bool:
-    """Prove with SymPy that the ``L = 2`` closed form equals the general softmax loss.
+    r"""Prove with SymPy that the ``L = 2`` closed form equals the general softmax loss.
 
     Two steps, each an exact SymPy identity:
 
