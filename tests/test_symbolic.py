@@ -445,3 +445,28 @@ def test_double_kernels_match_hand_formulas(paper_params):
     G = prox_kernel()(h[:, 0], h[:, 1], w[:, 0], w[:, 1], t[:, 0], t[:, 1], 12.0, 0.5)[0]
     G_hand = moreau_objective(h[:, 0], h[:, 1], w.T, t.T, 12.0, 0.5)
     np.testing.assert_allclose(G, G_hand, rtol=1e-13, atol=0)  # a few ulp of each term
+
+
+def test_derivation_generalises_to_three_tokens():
+    """MODEL.md section 7: the symbolic layer is not tied to L = 2.  For L = 3 tokens with
+    positional signs (+1, -1, +1), the derived conjugates are the L-token sums of the same
+    per-token forms (typed here from MODEL.md section 4, extended term by term)."""
+    import sympy as sp
+    from symattn.model.symbols import V_hat, alpha, m_hat, q, q_hat, rho, theta, theta_hat
+    from symattn.symbolic.expectation import Expect
+    from symattn.symbolic.free_energy import ChannelSetting, derive_saddle_point
+
+    signs = (1, -1, 1)
+    eq = derive_saddle_point(ChannelSetting(L=3, signs=signs))
+    F, xi, eta = eq.F, eq.nodes.xi, eq.nodes.eta
+    c = sp.sqrt(rho - theta**2 / q)
+    th_hat = alpha * sum(Expect(eta[l] * F[l]) for l in range(3)) / c
+    expected = {
+        q_hat: alpha * sum(Expect(F[l] ** 2) for l in range(3)),
+        m_hat: alpha * sum(s * Expect(F[l]) for l, s in enumerate(signs)),
+        theta_hat: th_hat,
+        V_hat: -alpha * sum(Expect(xi[l] * F[l]) for l in range(3)) / sp.sqrt(q)
+        + theta * th_hat / q,
+    }
+    for k, v in expected.items():
+        assert sp.simplify(eq.output[k] - v) == 0, k
