@@ -2,6 +2,7 @@ r"""The positional and semantic branches of fixed points (MODEL.md section 5).
 
 * **positional**: :math:`\theta = 0` exactly (the teacher is even in :math:`Q^*`), ``m != 0``;
   free variables ``(q, m, V)``.
+* **trivial**: ``theta = m = 0`` (learns neither); free ``(q, V)``, both symmetries.
 * **semantic**: ``theta != 0``, ``m = 0``; free ``(q, theta, V)``.  ``m = 0`` is an exact
   invariant for *any* row-stochastic ``A``: at ``m = 0`` the map ``(xi, eta) -> -(xi, eta)``
   flips ``w`` and ``h*``, leaves ``S`` and ``T`` unchanged, and flips ``f``, so
@@ -50,7 +51,7 @@ class Branch:
     name: str
     x0: tuple
     free: tuple
-    symmetry: str
+    symmetry: str | tuple
 
     def start(self, params: ModelParams) -> np.ndarray:
         """Cold start; scaled so that ``theta^2 < q rho`` for any ``sigma``."""
@@ -73,6 +74,7 @@ class Branch:
 BRANCHES = {
     "positional": Branch("positional", (0.05, 0.2, 0.0, 10.0), (0, 1, 3), "eta_flip"),
     "semantic": Branch("semantic", (0.05, 0.0, 0.8, 10.0), (0, 2, 3), "full_flip"),
+    "trivial": Branch("trivial", (0.05, 0.0, 0.0, 10.0), (0, 3), ("eta_flip", "full_flip")),
 }
 
 

@@ -29,7 +29,8 @@ from ..compile.kernels import odd_atoms, output_equations, phi_kernel, prior_equ
 from ..model.params import ModelParams
 from .channel import ChannelState, InvalidOrderParameters, OutputChannel
 
-__all__ = ["FixedPoint", "MapState", "SaddlePointMap", "solve_fixed_point", "NAMES"]
+__all__ = ["FixedPoint", "MapState", "SaddlePointMap", "solve_fixed_point", "fixed_point_record",
+           "NAMES"]
 
 NAMES = ("q", "m", "theta", "V")
 HAT_NAMES = ("q_hat", "m_hat", "theta_hat", "V_hat")
@@ -96,24 +97,26 @@ class SaddlePointMap:
     """:math:`T(x)` for one model, ``alpha`` and output channel (node set)."""
 
     def __init__(self, params: ModelParams, alpha: float, channel: OutputChannel,
-                 symmetry: str | None = None):
+                 symmetry: str | tuple | None = None):
         self.params = params
         self.alpha = float(alpha)
         self.channel = channel
         self.symmetry = symmetry
-        self._odd = list(odd_atoms(symmetry)) if symmetry else []
+        syms = (symmetry,) if isinstance(symmetry, str) else tuple(symmetry or ())
+        self._odd = sorted(set().union(*(odd_atoms(s) for s in syms))) if syms else []
         self._out = output_equations()
         self._prior = prior_equations()
         self._phi = phi_kernel()
         self.n_evaluations = 0
 
-    def _from_atoms(self, x, atoms):
+    def _from_atoms(self, x, atoms, alpha=None):
         if self._odd:  # the rule averaged over the symmetry: odd atoms vanish exactly
             atoms = atoms.copy()
             atoms[self._odd] = 0.0
         q, m, theta, V = x
         p = self.params
-        hats = np.array(self._out(*atoms, q, m, theta, V, self.alpha, p.rho), dtype=float)
+        a = self.alpha if alpha is None else alpha
+        hats = np.array(self._out(*atoms, q, m, theta, V, a, p.rho), dtype=float)
         return np.array(self._prior(*hats, p.sigma, p.lam, p.rho), dtype=float), hats
 
     def __call__(self, x, eps: float = 1e-10) -> MapState:
@@ -137,6 +140,16 @@ class SaddlePointMap:
             J[:, jj] = ((Tp - xp) - (state.Tx - state.x))[list(free)] / h
         self.n_evaluations += k
         return J
+
+    def alpha_derivative(self, state: MapState, free) -> np.ndarray:
+        """:math:`\\partial r/\\partial\\alpha` on the free variables at fixed ``x``.
+
+        ``alpha`` enters only through the output equations (the atoms do not depend on it), so
+        this is a difference quotient of the closed-form equations, exact to rounding.
+        """
+        h = 1e-6 * max(self.alpha, 1e-2)
+        Tp, _ = self._from_atoms(state.x, state.channel.atoms, alpha=self.alpha + h)
+        return (Tp - state.Tx)[list(free)] / h
 
     def symmetric_atoms(self, state: MapState) -> np.ndarray:
         """The channel atoms as the map uses them (odd atoms zeroed under ``symmetry``)."""
@@ -238,9 +251,16 @@ def solve_fixed_point(T: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 
             iterations += k
         if ok:
             break
+    return fixed_point_record(T, state, free, tol, eps, iterations=iterations,
+                              wall_time=time.perf_counter() - t0, extra={"eps_stages": tried})
+
+
+def fixed_point_record(T: SaddlePointMap, state: MapState, free, tol: float, eps: float, *,
+                       iterations: int, wall_time: float = 0.0, extra=None) -> FixedPoint:
+    """The :class:`FixedPoint` of ``state``, with its convergence status judged here."""
     res = float(np.max(np.abs(state.residual(free))))
     ch = state.channel
-    converged = bool(res <= tol and ch.n_failed == 0 and state.channel.eps <= eps * 1.001)
+    converged = bool(res <= tol and ch.n_failed == 0 and ch.eps <= eps * 1.001)
     if converged:
         message = "converged"
     elif ch.n_failed:
@@ -252,7 +272,6 @@ def solve_fixed_point(T: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 
     return FixedPoint(alpha=T.alpha, q=x[0], m=x[1], theta=x[2], V=x[3], q_hat=hats[0],
                       m_hat=hats[1], theta_hat=hats[2], V_hat=hats[3], eps_t=-T.phi(state),
                       E_M=ch.E_M, E_loss=ch.E_loss, residual=res, converged=converged,
-                      iterations=iterations, n_failed_prox=ch.n_failed, free=free,
-                      rule=T.channel.nodes.label, message=message,
-                      wall_time=time.perf_counter() - t0,
-                      extra={"eps_stages": tried, "n_ties": ch.n_ties})
+                      iterations=iterations, n_failed_prox=ch.n_failed, free=tuple(free),
+                      rule=T.channel.nodes.label, message=message, wall_time=wall_time,
+                      extra={**(extra or {}), "n_ties": ch.n_ties})
