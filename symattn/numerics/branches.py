@@ -49,14 +49,13 @@ class Branch:
     """A family of fixed points: which variables are pinned and where to start."""
 
     name: str
-    x0: tuple
+    x0s: tuple        #: cold starts (q, m, theta / sqrt(q rho), V), tried in order
     free: tuple
     symmetry: str | tuple
 
-    def start(self, params: ModelParams) -> np.ndarray:
-        """Cold start; scaled so that ``theta^2 < q rho`` for any ``sigma``."""
-        q, m, theta_frac, V = self.x0
-        return np.array([q, m, theta_frac * np.sqrt(q * params.rho), V])
+    def starts(self, params: ModelParams) -> list:
+        """Cold starts; ``theta`` given as a fraction of ``sqrt(q rho)`` so any ``sigma`` works."""
+        return [np.array([q, m, frac * np.sqrt(q * params.rho), V]) for q, m, frac, V in self.x0s]
 
     def check(self, fp: FixedPoint, rho: float) -> str | None:
         """Why ``fp`` is not a point of this branch, or None."""
@@ -72,9 +71,12 @@ class Branch:
 
 
 BRANCHES = {
-    "positional": Branch("positional", (0.05, 0.2, 0.0, 10.0), (0, 1, 3), "eta_flip"),
-    "semantic": Branch("semantic", (0.05, 0.0, 0.8, 10.0), (0, 2, 3), "full_flip"),
-    "trivial": Branch("trivial", (0.05, 0.0, 0.0, 10.0), (0, 3), ("eta_flip", "full_flip")),
+    "positional": Branch("positional", ((0.05, 0.2, 0.0, 10.0), (0.1, 0.3, 0.0, 20.0)),
+                         (0, 1, 3), "eta_flip"),
+    "semantic": Branch("semantic", ((0.05, 0.0, 0.8, 10.0), (0.1, 0.0, 0.9, 20.0),
+                                    (0.2, 0.0, 0.95, 10.0)), (0, 2, 3), "full_flip"),
+    "trivial": Branch("trivial", ((0.05, 0.0, 0.0, 10.0), (0.1, 0.0, 0.0, 20.0)), (0, 3),
+                      ("eta_flip", "full_flip")),
 }
 
 
@@ -91,7 +93,7 @@ def solve_branch(params: ModelParams, branch: str, alpha: float, channel: Output
         raise ValueError(f"branch must be one of {sorted(BRANCHES)}, got {branch!r}")
     B = BRANCHES[branch]
     T = SaddlePointMap(params, alpha, channel, symmetry=B.symmetry)
-    starts = ([np.asarray(x0, float)] if x0 is not None else []) + [B.start(params)]
+    starts = ([np.asarray(x0, float)] if x0 is not None else []) + B.starts(params)
     fp, why = None, None
     for s in starts:
         fp = solve_fixed_point(T, s, B.free, tol=tol)

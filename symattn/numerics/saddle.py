@@ -217,7 +217,7 @@ def _newton(T: SaddlePointMap, state: MapState, free, eps, tol, max_iter, verbos
 
 
 def solve_fixed_point(T: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 1e-10,
-                      eps: float | None = None, max_iter: int = 40,
+                      eps: float | None = None, max_iter: int = 25,
                       verbose: bool = False) -> FixedPoint:
     """Solve ``T(x) = x`` on the ``free`` components, starting from ``x0``.
 

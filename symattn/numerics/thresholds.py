@@ -115,15 +115,25 @@ class Thresholds:
 
 
 _ALPHA_SCAN_MAX = 8.0
+_MAX_ROOT_STEPS = 80
 
 
 def _alpha_c(params, channel, tol, root_tol, alpha0, warm):
-    """Newton on Delta(alpha) with Delta' = E_M^pos - E_M^sem; steps halved if a branch is lost."""
+    """Safeguarded Newton on Delta(alpha), Delta' = E_M^pos - E_M^sem.
+
+    Newton steps are taken while they stay inside the bracket of a sign change once one is
+    known (otherwise bisection).  Before that, the search moves towards the sign change
+    (positional global below ``alpha_c``, semantic above): a Newton step pointing the other
+    way (``Delta`` need not be monotone far from the root) is replaced by a factor 1.25, and
+    steps are clipped to half of alpha; a step into a region where a branch is missing is
+    halved.
+    """
     alpha = alpha0
     x_pos, x_sem = warm
     last_ok = None
     step = math.inf
-    for it in range(1, 60):
+    lo = hi = None          # alpha with Delta < 0 (positional global) / Delta > 0
+    for it in range(1, _MAX_ROOT_STEPS + 1):
         try:
             pos = solve_branch(params, "positional", alpha, channel, x0=x_pos, tol=tol,
                                with_eps_g=False)
@@ -145,15 +155,27 @@ def _alpha_c(params, channel, tol, root_tol, alpha0, warm):
         slope = pos.E_M - sem.E_M
         x_pos, x_sem = pos.x, sem.x
         last_ok = alpha
-        if slope == 0:
-            raise ThresholdNotFound("alpha_c: the two branches' training losses are parallel")
-        step = delta / slope
+        if delta < 0:
+            lo = alpha
+        else:
+            hi = alpha
+        step = delta / slope if slope != 0 else math.inf
         if abs(step) < root_tol:
             return alpha, abs(step), pos, sem, it
-        # keep Newton from jumping far outside the range it has seen
-        step = float(np.clip(step, -0.5 * alpha, 0.5 * alpha))
-        alpha = alpha - step
-    raise ThresholdNotFound("alpha_c: Newton did not converge in 60 steps")
+        new = alpha - float(np.clip(step, -0.5 * alpha, 0.5 * alpha))
+        if lo is not None and hi is not None:
+            a, b = min(lo, hi), max(lo, hi)
+            if not a < new < b:
+                new = 0.5 * (a + b)
+            if b - a < root_tol:
+                return alpha, b - a, pos, sem, it
+        elif delta < 0 and not new > alpha:
+            new = 1.25 * alpha   # positional still global: alpha_c lies above (MODEL.md 5)
+        elif delta > 0 and not new < alpha:
+            new = alpha / 1.25   # semantic already global: alpha_c lies below
+        step = alpha - new
+        alpha = new
+    raise ThresholdNotFound(f"alpha_c: no convergence in {_MAX_ROOT_STEPS} steps")
 
 
 def _crossing(params, channel, branch, a, b, x_a, eps_lin, tol, root_tol):
