@@ -3,10 +3,19 @@
     symattn                               the main job: thresholds at the paper's defaults
     symattn thresholds [model options] [--json] [--out FILE]
     symattn fixed-point --branch {positional,semantic} --alpha A [model options] [--json]
+    symattn simulate --d D --alpha A --start {semantic,positional,random} [--seeds K]
+                     [--n-test N] [model options] [--json]
+    symattn validate --out DIR [--alphas a,b,..] [--ds d1,d2,..] [--seeds K] [--same-seeds]
+                     [--workers W] [--n-test N] [--positional-scale S] [model options]
+                     [numerical options]
+    symattn phase-diagram --out DIR [--omegas 0:0.45:0.025] [model options]
+                          [--log2n K] [--rules R] [--workers N | --scheduler ADDRESS]
+    symattn plot DIR [--omega W]
 
 Model options: ``--omega W --sigma S --lam L --A a11,a12,a21,a22``; numerical options:
 ``--log2n K`` (2**K Sobol points per rule), ``--rules R`` (independent scrambles),
-``--tol T`` (fixed-point residual tolerance).
+``--tol T`` (fixed-point residual tolerance).  ``simulate`` takes the model options only.
+``simulate`` and ``validate`` report progress on stderr.
 
 Bad input gets a one-line error naming the parameter and exit status 2.  A branch that does
 not exist at the requested alpha is reported as such, with exit status 3.  JSON keys are
@@ -31,6 +40,10 @@ EXIT_NOT_FOUND = 3
 FIXED_POINT_KEYS = ("q", "m", "V", "theta", "q_hat", "m_hat", "V_hat", "theta_hat", "eps_t",
                     "eps_g")
 DEFAULT_OUT = Path("symattn-results")
+RESUMABLE = ("validate", "phase-diagram")
+#: warm starts of ``simulate`` (= symattn.simulation.train.STARTS; not imported here, to keep
+#: the command line's start-up free of scipy)
+STARTS = ("semantic", "positional", "random")
 
 
 class UsageError(Exception):
@@ -80,20 +93,44 @@ def _positive_int(name, lo, hi):
     return conv
 
 
-def _add_model_options(p):
+def _list(name, conv):
+    def parse(text):
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"{name}: expected a comma-separated list, got {text!r}")
+        try:
+            return tuple(conv(t) for t in items)
+        except (argparse.ArgumentTypeError, ParameterError) as exc:
+            raise argparse.ArgumentTypeError(f"{name}: {exc}") from None
+    return parse
+
+
+def _alpha_item(text):
+    return check_alpha(_float("alpha")(text))
+
+
+def _add_model_group(p):
     g = p.add_argument_group("model (MODEL.md section 2; defaults: the paper's)")
     g.add_argument("--omega", type=_float("omega"), default=0.3, help="mixing omega in [0, 1]")
     g.add_argument("--sigma", type=_float("sigma"), default=0.5, help="token noise sigma > 0")
     g.add_argument("--lam", type=_float("lam"), default=0.01, help="ridge penalty lambda > 0")
     g.add_argument("--A", type=_matrix, default=PAPER_A, metavar="a11,a12,a21,a22",
                    help="row-stochastic positional attention matrix")
+
+
+def _add_numerics_group(p, log2n=14, rules=8):
     n = p.add_argument_group("numerics")
-    n.add_argument("--log2n", type=_positive_int("log2n", 6, 20), default=14,
-                   help="Sobol points per rule: 2**log2n (default 14)")
-    n.add_argument("--rules", type=_positive_int("rules", 2, 64), default=8,
-                   help="independent scrambles; their spread is the error bar (default 8)")
+    n.add_argument("--log2n", type=_positive_int("log2n", 6, 20), default=log2n,
+                   help=f"Sobol points per rule: 2**log2n (default {log2n})")
+    n.add_argument("--rules", type=_positive_int("rules", 2, 64), default=rules,
+                   help=f"independent scrambles; their spread is the error bar (default {rules})")
     n.add_argument("--tol", type=_float("tol"), default=1e-10,
                    help="fixed-point residual tolerance (default 1e-10)")
+
+
+def _add_model_options(p):
+    _add_model_group(p)
+    _add_numerics_group(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
@@ -119,6 +156,46 @@ def build_parser():
     f.add_argument("--branch", required=True, choices=("positional", "semantic"))
     f.add_argument("--alpha", required=True, type=_float("alpha"))
     _add_model_options(f)
+
+    s = sub.add_parser("simulate", help="finite-size training from a warm start, K seeds "
+                       "(MODEL.md section 6)")
+    s.add_argument("--d", required=True, type=_positive_int("d", 2, 10**7), help="dimension d >= 2")
+    s.add_argument("--alpha", required=True, type=_float("alpha"), help="sample complexity n/d > 0")
+    s.add_argument("--start", required=True, choices=STARTS,
+                   help="warm start; semantic and positional are also run paired with the other")
+    s.add_argument("--seeds", type=_positive_int("seeds", 1, 100000), default=1,
+                   help="independent instances k = 0..K-1, data seed 10^6 d + k (default 1)")
+    s.add_argument("--n-test", dest="n_test", type=_positive_int("n-test", 1, 10**7), default=2000,
+                   help="fresh test sentences per instance (default 2000)")
+    _add_model_group(s)
+    s.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    v = sub.add_parser("validate", help="theory against finite-size training over an alpha x d "
+                       "grid: CSV, tables, figures (resumable)")
+    v.add_argument("--out", required=True, type=Path, help="output directory (rerun to resume)")
+    v.add_argument("--alphas", type=_list("alphas", _alpha_item), default=(1.0, 1.25, 1.5, 1.75, 2.0),
+                   help="comma-separated alphas (default 1,1.25,1.5,1.75,2)")
+    v.add_argument("--ds", type=_list("ds", _positive_int("d", 2, 10**7)),
+                   default=(250, 500, 1000, 2000, 4000),
+                   help="comma-separated dimensions (default 250,500,1000,2000,4000)")
+    v.add_argument("--seeds", type=_positive_int("seeds", 1, 100000), default=8,
+                   help="seeds per alpha at the largest d (default 8); a smaller d gets "
+                   "seeds * d_max / d, so that the standard error of the seed mean is the same "
+                   "at every d")
+    v.add_argument("--same-seeds", action="store_true",
+                   help="use --seeds seeds at every d instead")
+    v.add_argument("--positional-scale", dest="positional_scale", type=_float("positional-scale"),
+                   default=1.0, help="positional warm start Q = s (1, ..., 1), i.e. m = s "
+                   "(default 1, as symattn.simulation)")
+    v.add_argument("--workers", type=_positive_int("workers", 1, 64), default=2,
+                   help="worker processes (default 2; 1 runs in this process)")
+    v.add_argument("--n-test", dest="n_test", type=_positive_int("n-test", 1, 10**7), default=10000,
+                   help="fresh test sentences per task (default 10000)")
+    _add_model_group(v)
+    _add_numerics_group(v, log2n=13, rules=4)
+
+    from .outputs.phase_cli import add_parsers as add_phase_parsers
+    add_phase_parsers(sub, _add_model_group, _float, _positive_int)
     return p
 
 
@@ -233,6 +310,81 @@ def cmd_fixed_point(args) -> int:
     return 0
 
 
+def _simulate_progress(k, n, seconds):
+    print(f"  seed {k}/{n} done, elapsed {seconds:.1f} s", file=sys.stderr, flush=True)
+
+
+def _json_safe(x):
+    """NaN (e.g. a standard error from one seed) as JSON null."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x
+
+
+def cmd_simulate(args) -> int:
+    from .outputs.validate import QUANTITIES, check_memory, simulate_seeds
+    alpha = check_alpha(args.alpha)
+    params = _params(args)
+    check_memory(args.d, alpha, copies=1, name="d")
+    print(f"symattn: simulate d = {args.d}, alpha = {alpha:g}, start = {args.start}, "
+          f"{args.seeds} seed(s)", file=sys.stderr, flush=True)
+    data = simulate_seeds(params, args.d, alpha, args.start, args.seeds, n_test=args.n_test,
+                          progress=_simulate_progress)
+    if args.json:
+        print(json.dumps(_json_safe(data), indent=2))
+        return 0
+    n = args.seeds
+    print(f"{args.start} start, d = {args.d}, alpha = {alpha:g} (n = {round(alpha * args.d)} "
+          f"sentences): mean +- standard error over {n} seed(s)")
+    cols = [args.start] + list(data.get("paired", {}))
+    stats = [data] + list(data.get("paired", {}).values())
+    print(f"  {'':13s}" + "".join(f"{c + ' start':>26s}" for c in cols))
+    for k in QUANTITIES + ("eps_lin", "teacher_norm", "iterations", "wall_time"):
+        print(f"  {k:13s}" + "".join(f"{st[k]:>14.7g} +- {st[k + '_err']:8.1e}" for st in stats))
+    print(f"  {'converged':13s}" + "".join(f"{str(st['n_converged']) + '/' + str(n):>26s}"
+                                             for st in stats))
+    if "delta_eps_t" in data:
+        print(f"paired eps_t(semantic) - eps_t(positional) = {data['delta_eps_t']:.4e} +- "
+              f"{data['delta_eps_t_err']:.1e} (semantic lower in {data['semantic_lower']}/{n} "
+              "seeds)")
+    print(f"took {data['wall_time']:.1f} s")
+    return 0
+
+
+def cmd_validate(args, argv=None) -> int:
+    from .outputs.validate import TheorySettings, ValidationGrid, run_validation
+    params = _params(args)
+    settings = _settings(args)
+    if not args.positional_scale > 0:
+        raise ParameterError("positional-scale", f"must be > 0, got {args.positional_scale:g}")
+    grid = ValidationGrid(alphas=args.alphas, ds=args.ds, seeds=args.seeds, n_test=args.n_test,
+                          scale_seeds=not args.same_seeds, positional_scale=args.positional_scale)
+    theory = TheorySettings(log2n=settings.log2_n, rules=settings.n_rules, tol=settings.tol)
+    t0 = time.perf_counter()
+    res = run_validation(params, grid, theory, args.out, workers=args.workers, argv=argv)
+    wall = time.perf_counter() - t0
+    th = res["theory_thresholds"]
+    print(f"results in {args.out}: summary.md, summary.csv, simulations.csv, theory.csv, fits.csv, "
+          f"thresholds.csv, {len(res['figures'])} figure files")
+    for t in res["thresholds"]:
+        fmt = (lambda k: t[k + "_note"] if t[k] is None else _fmt(t[k], t[k + "_err"]))
+        print(f"  d = {t['d']:6d} ({t['n_seeds']} seeds): alpha_c = {fmt('alpha_c')}, "
+              f"alpha_l = {fmt('alpha_l')}")
+    if "alpha_c" in th:
+        print(f"  theory:                alpha_c = {_fmt(th['alpha_c'], th['alpha_c_err'])}, "
+              f"alpha_l = {_fmt(th['alpha_l'], th['alpha_l_err'])}")
+    print(f"took {wall:.1f} s")
+    if res["failed"]:
+        print(f"symattn: {len(res['failed'])} task(s) failed (see above); rerun to retry them",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
@@ -245,13 +397,25 @@ def main(argv=None) -> int:
             return cmd_thresholds(args)
         if args.command == "fixed-point":
             return cmd_fixed_point(args)
+        if args.command == "simulate":
+            return cmd_simulate(args)
+        if args.command == "validate":
+            return cmd_validate(args, argv=["symattn"] + list(argv))
+        if args.command == "phase-diagram":
+            from .outputs.phase_cli import cmd_phase_diagram
+            return cmd_phase_diagram(args, _params(args))
+        if args.command == "plot":
+            from .outputs.phase_cli import cmd_plot
+            return cmd_plot(args)
         parser.print_help()
         return EXIT_USAGE
     except (ParameterError, UsageError) as exc:
         print(f"symattn: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("symattn: interrupted", file=sys.stderr)
+        print("symattn: interrupted" + ("; completed tasks are saved, rerun the same command to "
+                                        "resume" if argv and argv[0] in RESUMABLE else ""),
+              file=sys.stderr)
         return 130
 
 

@@ -1,0 +1,290 @@
+r"""The phase diagram in the ``(alpha, omega)`` plane: thresholds, branch ends, branch curves.
+
+For every ``omega`` of a grid, one *task* (warm starts along ``alpha`` stay inside it):
+
+* ``alpha_c`` and ``alpha_l`` on ``n_rules`` scrambled Sobol rules (mean, one standard error
+  plus the root-finding bound, as in :mod:`symattn.numerics.thresholds`);
+* where the **semantic** branch ends below ``alpha_c``
+  (:func:`symattn.numerics.continuation.follow_branch`: a fold, or a merge with the trivial
+  point) on every rule: mean, standard error plus the largest bracket half-width; where the
+  **positional** branch ends below ``alpha_c``, on the first rule only (error: the bracket);
+  above ``alpha_c`` each branch is followed up to ``alpha_max`` on the first rule, and an end
+  found there is reported;
+* the branch curves (both branches, first rule) with ``eps_t``, ``E[M]`` and ``eps_g``, for the
+  figures.
+
+Results are written per ``omega`` as soon as a task finishes (``points/omega=W.json``, by
+write-then-rename) and the tidy ``phase_diagram.csv`` is rebuilt from them; rerunning the same
+command skips every ``omega`` already on disk, so a killed run resumes with no point lost or
+duplicated.  Tasks run on any :class:`concurrent.futures.Executor`: local processes by default,
+or a Dask cluster (``--scheduler ADDRESS``, needs ``dask[distributed]``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import platform
+import sys
+import time
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..model.params import ModelParams, ParameterError
+
+__all__ = ["PhaseDiagramSettings", "phase_point", "run_phase_diagram", "load_points",
+           "CSV_COLUMNS", "omega_grid"]
+
+CSV_COLUMNS = ("omega", "alpha_c", "alpha_c_err", "alpha_l", "alpha_l_err",
+               "alpha_spinodal_semantic", "alpha_spinodal_semantic_err", "semantic_end",
+               "alpha_spinodal_positional", "alpha_spinodal_positional_err", "positional_end",
+               "eps_lin", "status", "wall_time")
+
+
+@dataclass(frozen=True)
+class PhaseDiagramSettings:
+    """Numerical settings of one phase diagram (stored with the results)."""
+
+    log2_n: int = 12        #: Sobol points per rule
+    n_rules: int = 4        #: independent scrambles (error bars)
+    tol: float = 1e-10      #: fixed-point tolerance
+    alpha_max: float = 4.0  #: branches are followed up to here
+    alpha_min: float = 0.02  #: and down to here
+    seed: int = 0
+
+
+def omega_grid(spec: str) -> list:
+    """``"0:0.45:0.025"`` (start:stop:step, stop included) or ``"0.1,0.2,0.3"``."""
+    try:
+        if ":" in spec:
+            a, b, h = (float(v) for v in spec.split(":"))
+            if h <= 0 or b < a:
+                raise ValueError
+            n = int(math.floor((b - a) / h + 1e-9)) + 1
+            vals = [round(a + k * h, 12) for k in range(n)]
+        else:
+            vals = [float(v) for v in spec.split(",") if v.strip()]
+    except ValueError:
+        raise ParameterError("omegas", f"expected start:stop:step or a comma list, got {spec!r}") \
+            from None
+    if not vals:
+        raise ParameterError("omegas", "empty grid")
+    for v in vals:
+        if not 0 <= v <= 1:
+            raise ParameterError("omegas", f"every omega must lie in [0, 1], got {v:g}")
+    return vals
+
+
+def _mean_err(values, extra=0.0):
+    """Mean and (standard error + ``extra``); a single value gets ``extra`` alone."""
+    v = np.array([x for x in values if x is not None and np.isfinite(x)], float)
+    if v.size == 0:
+        return math.nan, math.nan
+    se = v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else 0.0
+    return float(v.mean()), float(se + extra)
+
+
+def _end_alpha(curve):
+    """(alpha, half-width or error, kind) of where a branch ends, or (nan, nan, 'none')."""
+    if curve.fold is not None:
+        return curve.fold.alpha, curve.fold.alpha_err, "fold"
+    if curve.merge is not None:
+        lo, hi = curve.merge
+        return 0.5 * (lo + hi), 0.5 * (hi - lo), "merge"
+    return math.nan, math.nan, "none"
+
+
+def _curve_rows(params, curve):
+    from ..numerics.observables import generalisation_error
+    rows = []
+    for fp in curve.points:
+        eg, _ = generalisation_error(params, fp.q, fp.m, fp.theta, order=16)
+        rows.append({"alpha": fp.alpha, "q": fp.q, "m": fp.m, "theta": fp.theta, "V": fp.V,
+                     "eps_t": fp.eps_t, "E_M": fp.E_M, "eps_g": eg, "converged": fp.converged})
+    return rows
+
+
+def phase_point(params_dict: dict, omega: float, settings_dict: dict) -> dict:
+    """One task: everything at one ``omega`` (pure function of its arguments; picklable)."""
+    from ..numerics.channel import OutputChannel
+    from ..numerics.continuation import follow_branch
+    from ..numerics.observables import linear_baseline_error
+    from ..numerics.quadrature import SobolRule
+    from ..numerics.thresholds import ThresholdSettings, thresholds_on_nodes
+
+    t0 = time.perf_counter()
+    s = PhaseDiagramSettings(**settings_dict)
+    params = ModelParams(**{**params_dict, "omega": omega})
+    out = {"omega": omega, "status": "ok"}
+    ts = ThresholdSettings(log2_n=s.log2_n, n_rules=s.n_rules, tol=s.tol, seed=s.seed)
+    rules, sem_ends, pos_ends = [], [], []
+    curves = {}
+    try:
+        alpha0, warm = None, (None, None)
+        for k in range(s.n_rules):
+            nodes = SobolRule(s.log2_n, s.seed + k).nodes()
+            r = thresholds_on_nodes(params, nodes, ts, seed=s.seed + k, alpha0=alpha0, warm=warm)
+            alpha0, warm = r.alpha_c, (r.positional.x, r.semantic.x)
+            rules.append(r)
+            ch = OutputChannel(params, nodes, gtol=max(s.tol * 1e-3, 1e-14))
+            sem_down = follow_branch(params, "semantic", ch, r.alpha_c, s.alpha_min,
+                                     x0=r.semantic.x, tol=s.tol)
+            sem_ends.append(_end_alpha(sem_down))
+            if k == 0:
+                pos_down = follow_branch(params, "positional", ch, r.alpha_c, s.alpha_min,
+                                         x0=r.positional.x, tol=s.tol)
+                pos_ends.append(_end_alpha(pos_down))
+                sem_up = follow_branch(params, "semantic", ch, r.alpha_c, s.alpha_max,
+                                       x0=r.semantic.x, tol=s.tol)
+                pos_up = follow_branch(params, "positional", ch, r.alpha_c, s.alpha_max,
+                                       x0=r.positional.x, tol=s.tol)
+                curves = {
+                    "semantic": _curve_rows(params, sem_down)[::-1] + _curve_rows(params, sem_up)[1:],
+                    "positional": _curve_rows(params, pos_down)[::-1] + _curve_rows(params, pos_up)[1:],
+                }
+                out["semantic_above"] = sem_up.end
+                out["positional_above"] = pos_up.end
+                out["semantic_below"] = sem_down.end
+                out["positional_below"] = pos_down.end
+    except Exception as exc:  # one omega failing must not lose the others
+        out["status"] = f"failed: {type(exc).__name__}: {exc}"
+    out["alpha_c"], out["alpha_c_err"] = _mean_err(
+        [r.alpha_c for r in rules], max((r.alpha_c_step for r in rules), default=0.0))
+    out["alpha_l"], out["alpha_l_err"] = _mean_err(
+        [r.alpha_l for r in rules], max((r.alpha_l_step for r in rules), default=0.0))
+    for name, ends in (("semantic", sem_ends), ("positional", pos_ends)):
+        kinds = sorted({e[2] for e in ends})
+        a, err = _mean_err([e[0] for e in ends], max((e[1] for e in ends
+                                                      if np.isfinite(e[1])), default=0.0))
+        out[f"alpha_spinodal_{name}"], out[f"alpha_spinodal_{name}_err"] = a, err
+        out[f"{name}_end"] = "/".join(kinds) if kinds else "none"
+    out["eps_lin"] = linear_baseline_error(params)[0]
+    out["rules"] = [{"seed": r.seed, "alpha_c": r.alpha_c, "alpha_l": r.alpha_l,
+                     "alpha_l_branch": r.alpha_l_branch} for r in rules]
+    out["semantic_ends"] = [list(e) for e in sem_ends]
+    out["positional_ends"] = [list(e) for e in pos_ends]
+    out["curves"] = curves
+    out["wall_time"] = time.perf_counter() - t0
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# files
+# ------------------------------------------------------------------------------------------
+def _point_path(out_dir: Path, omega: float) -> Path:
+    return out_dir / "points" / f"omega={omega:.6f}.json"
+
+
+def _atomic_write(path: Path, text: str):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def load_points(out_dir) -> list:
+    """All finished ``omega`` results in ``out_dir``, sorted by ``omega``."""
+    pts = [json.loads(p.read_text()) for p in sorted((Path(out_dir) / "points").glob("*.json"))]
+    return sorted(pts, key=lambda d: d["omega"])
+
+
+def write_csv(out_dir) -> Path:
+    path = Path(out_dir) / "phase_diagram.csv"
+    rows = load_points(out_dir)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k) for k in CSV_COLUMNS})
+    os.replace(tmp, path)
+    return path
+
+
+def _metadata(params: ModelParams, settings: PhaseDiagramSettings, omegas) -> dict:
+    import mpmath
+    import scipy
+    import sympy
+
+    from .. import __version__
+    return {"params": {k: v for k, v in params.as_dict().items() if k != "omega"},
+            "settings": asdict(settings), "omegas": list(omegas),
+            "versions": {"symattn": __version__, "python": platform.python_version(),
+                         "numpy": np.__version__, "scipy": scipy.__version__,
+                         "sympy": sympy.__version__, "mpmath": mpmath.__version__}}
+
+
+def run_phase_diagram(params: ModelParams, omegas, out_dir, settings=PhaseDiagramSettings(),
+                      executor: Executor | None = None, progress=None, task=phase_point) -> list:
+    """Compute the missing ``omega`` points into ``out_dir`` and return all of them.
+
+    ``params.omega`` is ignored (the grid replaces it).  An existing ``out_dir`` must hold
+    results for the same model and settings; otherwise :class:`ParameterError` is raised.
+    ``progress(done, total, result)`` is called after each finished ``omega``.
+    """
+    out_dir = Path(out_dir)
+    meta = _metadata(params, settings, omegas)
+    meta_path = out_dir / "metadata.json"
+    if meta_path.exists():
+        old = json.loads(meta_path.read_text())
+        for key in ("params", "settings"):
+            if old.get(key) != json.loads(json.dumps(meta[key])):
+                raise ParameterError("out", f"{out_dir} holds a phase diagram with different "
+                                            f"{key}: {old.get(key)}; use another --out")
+        meta["omegas"] = sorted(set(old.get("omegas", [])) | set(meta["omegas"]))
+        meta["wall_time"] = old.get("wall_time", 0.0)
+    _atomic_write(meta_path, json.dumps(meta, indent=2))
+    done = {round(d["omega"], 9) for d in load_points(out_dir)}
+    todo = [w for w in omegas if round(w, 9) not in done]
+    t0 = time.perf_counter()
+    pdict = {k: v for k, v in params.as_dict().items() if k != "omega"}
+    pdict["A"] = tuple(tuple(r) for r in pdict["A"])
+    if todo:
+        own = executor is None
+        ex = executor or ProcessPoolExecutor(max_workers=min(len(todo), _workers()))
+        try:
+            futures = [ex.submit(task, pdict, w, asdict(settings)) for w in todo]
+            for k, fut in enumerate(as_completed(futures), start=1):
+                res = fut.result()
+                _atomic_write(_point_path(out_dir, res["omega"]), json.dumps(res, default=float))
+                write_csv(out_dir)
+                if progress:
+                    progress(len(done) + k, len(done) + len(todo), res, time.perf_counter() - t0)
+        finally:
+            if own:
+                ex.shutdown(cancel_futures=True)
+    write_csv(out_dir)
+    meta["wall_time"] = meta.get("wall_time", 0.0) + (time.perf_counter() - t0)
+    _atomic_write(meta_path, json.dumps(meta, indent=2))
+    return load_points(out_dir)
+
+
+def _workers() -> int:
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, n)
+
+
+def dask_executor(address: str):
+    """A :class:`concurrent.futures.Executor` on the Dask cluster at ``address``."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ParameterError("scheduler", "needs dask.distributed: pip install 'symattn[dask]'") \
+            from None
+    try:
+        client = Client(address, timeout="10s")
+    except OSError as exc:
+        raise ParameterError("scheduler", f"cannot connect to {address}: {exc}") from None
+    return client.get_executor()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("use: symattn phase-diagram")

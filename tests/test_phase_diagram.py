@@ -1,0 +1,123 @@
+"""Phase diagram runner: grid parsing, resumability, executors (local and Dask), one real point."""
+
+import csv
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+
+from symattn.model import ModelParams, ParameterError
+from symattn.outputs.phase_diagram import (CSV_COLUMNS, PhaseDiagramSettings, load_points,
+                                           omega_grid, phase_point, run_phase_diagram)
+
+CALLS = []
+_LOCK = threading.Lock()
+
+
+def fake_task(params_dict, omega, settings_dict):
+    """Stands in for phase_point: records the call, returns a well-formed row."""
+    with _LOCK:
+        CALLS.append(omega)
+    if omega in FAIL_AT:
+        raise KeyboardInterrupt("killed")  # what an interrupted run looks like to the runner
+    row = {k: 0.0 for k in CSV_COLUMNS}
+    row.update(omega=omega, alpha_c=1 + omega, alpha_l=1.5 + omega, status="ok", curves={})
+    return row
+
+
+FAIL_AT = set()
+
+
+def test_omega_grid():
+    g = omega_grid("0:0.45:0.025")
+    assert len(g) == 19 and g[0] == 0 and abs(g[-1] - 0.45) < 1e-12
+    assert omega_grid("0.1, 0.3") == [0.1, 0.3]
+    for bad in ("0:1.5:0.5", "a:b:c", "0.5:0.1:0.1", "0:1:0", "", "0.2,1.1"):
+        with pytest.raises(ParameterError):
+            omega_grid(bad)
+
+
+def _rows(out):
+    with open(out / "phase_diagram.csv") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_killed_run_resumes_without_recomputing(tmp_path):
+    params = ModelParams()
+    grid = [0.0, 0.1, 0.2, 0.3]
+    CALLS.clear()
+    FAIL_AT.clear()
+    FAIL_AT.add(0.2)
+    with ThreadPoolExecutor(max_workers=1) as ex:   # one worker: tasks finish in grid order
+        with pytest.raises(KeyboardInterrupt):
+            run_phase_diagram(params, grid, tmp_path, executor=ex, task=fake_task)
+    finished = {round(p["omega"], 9) for p in load_points(tmp_path)}
+    assert finished == {0.0, 0.1}          # what finished before the kill is on disk
+    CALLS.clear()
+    FAIL_AT.clear()
+    with ThreadPoolExecutor(max_workers=2) as ex:
+        pts = run_phase_diagram(params, grid, tmp_path, executor=ex, task=fake_task)
+    assert sorted(CALLS) == [0.2, 0.3]       # finished points were not recomputed
+    assert [p["omega"] for p in pts] == grid
+    rows = _rows(tmp_path)
+    assert [float(r["omega"]) for r in rows] == grid   # each omega exactly once
+    CALLS.clear()
+    with ThreadPoolExecutor(max_workers=2) as ex:      # a third run has nothing to do
+        run_phase_diagram(params, grid, tmp_path, executor=ex, task=fake_task)
+    assert CALLS == []
+
+
+def test_refuses_to_mix_models(tmp_path):
+    with ThreadPoolExecutor(max_workers=1) as ex:
+        run_phase_diagram(ModelParams(), [0.1], tmp_path, executor=ex, task=fake_task)
+        with pytest.raises(ParameterError, match="different params"):
+            run_phase_diagram(ModelParams(sigma=0.6), [0.1], tmp_path, executor=ex,
+                              task=fake_task)
+
+
+def test_dask_local_cluster(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        CALLS.clear()
+        FAIL_AT.clear()
+        pts = run_phase_diagram(ModelParams(), [0.1, 0.2, 0.3], tmp_path,
+                                executor=client.get_executor(), task=fake_task)
+    assert [p["omega"] for p in pts] == [0.1, 0.2, 0.3]
+    assert len(_rows(tmp_path)) == 3
+
+
+@pytest.mark.slow
+def test_one_real_point():
+    """A real omega point on small rules: thresholds ordered, branch ends below alpha_c."""
+    s = PhaseDiagramSettings(log2_n=10, n_rules=2, alpha_max=2.0)
+    d = {k: v for k, v in ModelParams().as_dict().items() if k != "omega"}
+    r = phase_point(d, 0.3, asdict(s))
+    assert r["status"] == "ok", r["status"]
+    assert 1.1 < r["alpha_c"] < 1.4 and r["alpha_c"] < r["alpha_l"] < 1.7
+    assert np.isfinite(r["alpha_c_err"]) and r["alpha_c_err"] > 0
+    assert r["alpha_spinodal_semantic"] < r["alpha_c"]
+    assert r["alpha_spinodal_positional"] < r["alpha_c"]
+    json.dumps(r)  # serialisable as written to disk
+    for name in ("semantic", "positional"):
+        a = [row["alpha"] for row in r["curves"][name]]
+        assert min(a) < r["alpha_c"] < max(a)
+
+
+def test_cli_bad_input_and_plot_from_saved(tmp_path, capsys):
+    from symattn.cli import main
+    assert main(["phase-diagram", "--omegas", "0:2:0.5", "--out", str(tmp_path)]) == 2
+    assert "omegas" in capsys.readouterr().err
+    assert main(["plot", str(tmp_path / "nothing")]) == 2
+    # a saved diagram (fake points) is redrawn without computing anything
+    with ThreadPoolExecutor(max_workers=1) as ex:
+        run_phase_diagram(ModelParams(), [0.1, 0.2], tmp_path, executor=ex, task=fake_task)
+    capsys.readouterr()
+    code = main(["plot", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "fig_d_phase_diagram.png" in out and (tmp_path / "fig_d_phase_diagram.pdf").exists()
+    assert code == 0
