@@ -106,6 +106,11 @@ def test_one_real_point():
     for name in ("semantic", "positional"):
         a = [row["alpha"] for row in r["curves"][name]]
         assert min(a) < r["alpha_c"] < max(a)
+    lo, hi = (float(v) for v in r["trivial_range"].split("-"))
+    assert lo < r["alpha_c"] < hi
+    # at alpha_c the trivial point (learns neither) trains worse than the two branches
+    sem = min(r["curves"]["semantic"], key=lambda row: abs(row["alpha"] - r["alpha_c"]))
+    assert r["trivial_eps_t_at_alpha_c"] > sem["eps_t"]
 
 
 def test_cli_bad_input_and_plot_from_saved(tmp_path, capsys):

@@ -10,6 +10,9 @@ For every ``omega`` of a grid, one *task* (warm starts along ``alpha`` stay insi
   **positional** branch ends below ``alpha_c``, on the first rule only (error: the bracket);
   above ``alpha_c`` each branch is followed up to ``alpha_max`` on the first rule, and an end
   found there is reported;
+* the trivial fixed point (``theta = m = 0``) followed both ways from ``alpha_c`` on the first
+  rule: the ``alpha`` range where it was found (``trivial_range``) and its training loss at
+  ``alpha_c`` (it lies above both branches there);
 * the branch curves (both branches, first rule) with ``eps_t``, ``E[M]`` and ``eps_g``, for the
   figures.
 
@@ -43,7 +46,7 @@ __all__ = ["PhaseDiagramSettings", "phase_point", "run_phase_diagram", "load_poi
 CSV_COLUMNS = ("omega", "alpha_c", "alpha_c_err", "alpha_l", "alpha_l_err",
                "alpha_spinodal_semantic", "alpha_spinodal_semantic_err", "semantic_end",
                "alpha_spinodal_positional", "alpha_spinodal_positional_err", "positional_end",
-               "eps_lin", "status", "wall_time")
+               "trivial_range", "eps_lin", "status", "wall_time")
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,14 @@ def phase_point(params_dict: dict, omega: float, settings_dict: dict) -> dict:
                 out["positional_above"] = pos_up.end
                 out["semantic_below"] = sem_down.end
                 out["positional_below"] = pos_down.end
+                # the trivial fixed point (theta = m = 0): followed both ways from alpha_c
+                triv = [follow_branch(params, "trivial", ch, r.alpha_c, a_end, tol=s.tol)
+                        for a_end in (s.alpha_min, s.alpha_max)]
+                a_triv = [fp.alpha for c in triv for fp in c.points]
+                out["trivial_range"] = f"{min(a_triv):.4g}-{max(a_triv):.4g}"
+                out["trivial_below"], out["trivial_above"] = triv[0].end, triv[1].end
+                at_c = triv[0].points[0]
+                out["trivial_eps_t_at_alpha_c"] = at_c.eps_t
     except Exception as exc:  # one omega failing must not lose the others
         out["status"] = f"failed: {type(exc).__name__}: {exc}"
     out["alpha_c"], out["alpha_c_err"] = _mean_err(
