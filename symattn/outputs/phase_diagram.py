@@ -155,7 +155,8 @@ def phase_point(params_dict: dict, omega: float, settings_dict: dict) -> dict:
                 out["semantic_below"] = sem_down.end
                 out["positional_below"] = pos_down.end
                 # the trivial fixed point (theta = m = 0): followed both ways from alpha_c
-                triv = [follow_branch(params, "trivial", ch, r.alpha_c, a_end, tol=s.tol)
+                triv = [follow_branch(params, "trivial", ch, r.alpha_c, a_end, tol=s.tol,
+                                      ds=0.1, ds_max=0.5)
                         for a_end in (s.alpha_min, s.alpha_max)]
                 a_triv = [fp.alpha for c in triv for fp in c.points]
                 out["trivial_range"] = f"{min(a_triv):.4g}-{max(a_triv):.4g}"

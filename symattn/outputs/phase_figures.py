@@ -136,15 +136,18 @@ def plot_phase_diagram(out_dir) -> list:
     ax.fill_betweenx(w, 0, ac, color="C0", alpha=0.08)
     ax.fill_betweenx(w, ac, xmax, color="C3", alpha=0.08)
     mid = len(w) // 2
-    ax.text(0.5 * ac[mid], w[mid], "positional\nglobal minimum", ha="center", va="center",
-            fontsize=9, color="C0")
+    top = (len(w) * 2) // 3
+    end = _arrays(pts, "alpha_spinodal_semantic")[top]
+    x_lab = 0.5 * (end + ac[top]) if np.isfinite(end) else 0.5 * ac[top]
+    ax.text(x_lab, w[top], "positional\nglobal\nminimum", ha="center", va="center",
+            fontsize=8, color="C0")
     ax.text(ac[mid] + 0.6 * (xmax - ac[mid]), w[mid], "semantic\nglobal minimum", ha="center",
             va="center", fontsize=9, color="C3")
     ax.set_xlim(0, xmax)
     ax.set_xlabel(r"sample complexity $\alpha = n/d$")
     ax.set_ylabel(r"positional mixing $\omega$ of the teacher")
     ax.set_title("phase diagram")
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=8, loc="lower right")
     paths = _save(fig, out_dir, "fig_d_phase_diagram")
     plt.close(fig)
     return paths
