@@ -118,3 +118,12 @@ def branch_points(paper_params, sobol12_channel):
     from symattn.numerics.branches import solve_branch
     return {b: solve_branch(paper_params, b, ALPHA, sobol12_channel, with_eps_g=False)
             for b in ("positional", "semantic")}
+
+
+def assert_one_line_error(capsys, name):
+    """The CLI's contract for bad input: nothing on stdout, one line on stderr naming ``name``."""
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert name in lines[0] and "Traceback" not in err

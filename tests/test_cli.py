@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import assert_one_line_error
 
 from symattn.cli import main
 
@@ -35,11 +36,7 @@ FP_KEYS = {"q", "m", "V", "theta", "q_hat", "m_hat", "V_hat", "theta_hat", "eps_
 ])
 def test_bad_input_one_line_exit_2(argv, name, capsys):
     assert main(argv) == 2
-    out, err = capsys.readouterr()
-    assert out == ""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert name in lines[0] and "Traceback" not in err
+    assert_one_line_error(capsys, name)
 
 
 def test_console_script_no_traceback():

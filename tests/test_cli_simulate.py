@@ -4,6 +4,7 @@ status 2) and the JSON keys of `simulate`."""
 import json
 
 import pytest
+from conftest import assert_one_line_error
 
 from symattn.cli import STARTS, main
 from symattn.simulation import STARTS as SIMULATION_STARTS
@@ -46,11 +47,7 @@ SIM_KEYS = {"m", "theta", "q", "eps_t", "eps_g", "eps_lin"}
 def test_bad_input_one_line_exit_2(argv, name, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)            # validate must not create X before failing
     assert main(argv) == 2
-    out, err = capsys.readouterr()
-    assert out == ""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert name in lines[0] and "Traceback" not in err
+    assert_one_line_error(capsys, name)
     assert not (tmp_path / "X" / "simulations.csv").exists()
 
 
