@@ -18,7 +18,6 @@ from numpy.polynomial.hermite_e import hermegauss
 from scipy.optimize import minimize_scalar
 
 from conftest import moreau_objective, teacher_diag
-from symattn import ModelParams
 from symattn.compile.kernels import atom_list, odd_atoms, prior_equations, prox_kernel, teacher_kernel
 from symattn.model.symbols import (V, V_hat, alpha, attention_matrix_symbols, lam, m, m_hat, omega, q,
                                    q_hat, rho, sigma, theta, theta_hat)

@@ -20,7 +20,7 @@ from scipy import special
 from ..model.symbols import (CONJUGATES, ORDER_PARAMS, V, alpha, lam, m, omega, q, rho, sigma,
                              theta)
 from ..symbolic.attention import loss_L2_closed_form, loss_L2_from_targets, teacher_diagonal_L2
-from ..symbolic.expectation import OutputF
+from ..symbolic.expectation import Expect, OutputF
 from ..symbolic.free_energy import PAPER_SETTING, derive_saddle_point
 from ..symbolic.moreau import MoreauEnvelope, MoreauObjective
 
@@ -124,7 +124,6 @@ def phi_kernel(module: str = "numpy"):
     r"""``(q, m, theta, V, q_hat, m_hat, theta_hat, V_hat, E_M, alpha, sigma, lam, rho) -> Phi``."""
     eq = _equations()
     EM = sp.Symbol("E_M")
-    from ..symbolic.expectation import Expect
     expr = eq.phi.xreplace({Expect(eq.M): EM})
     return lambdify((*ORDER_PARAMS, *CONJUGATES, EM, alpha, sigma, lam, rho), expr, module)
 

@@ -57,16 +57,23 @@ class Branch:
         """Cold starts; ``theta`` given as a fraction of ``sqrt(q rho)`` so any ``sigma`` works."""
         return [np.array([q, m, frac * np.sqrt(q * params.rho), V]) for q, m, frac, V in self.x0s]
 
+    def collapsed(self, fp: FixedPoint, rho: float) -> bool:
+        """True if the overlap defining this branch has (nearly) vanished (see COLLAPSE)."""
+        if self.name == "semantic":
+            return abs(fp.theta) < COLLAPSE * np.sqrt(fp.q * rho)
+        if self.name == "positional":
+            return abs(fp.m) < COLLAPSE * np.sqrt(fp.q)
+        return False
+
     def check(self, fp: FixedPoint, rho: float) -> str | None:
         """Why ``fp`` is not a point of this branch, or None."""
         if not fp.converged:
             return f"no converged fixed point ({fp.message})"
-        if self.name == "semantic" and abs(fp.theta) < COLLAPSE * np.sqrt(fp.q * rho):
-            return (f"the solve collapsed to the trivial point (theta = {fp.theta:.1e}); "
-                    "no semantic fixed point found from the branch's starts")
-        if self.name == "positional" and abs(fp.m) < COLLAPSE * np.sqrt(fp.q):
-            return (f"the solve collapsed to the trivial point (m = {fp.m:.1e}); "
-                    "no positional fixed point found from the branch's starts")
+        if self.collapsed(fp, rho):
+            overlap = "theta" if self.name == "semantic" else "m"
+            return (f"the solve collapsed to the trivial point ({overlap} = "
+                    f"{getattr(fp, overlap):.1e}); no {self.name} fixed point found from the "
+                    "branch's starts")
         return None
 
 

@@ -23,7 +23,7 @@ turns back.  Its position is interpolated between the two points that bracket it
 cubic Hermite interpolant of :math:`\alpha(\sigma)` (values and slopes
 :math:`d\alpha/d\sigma` from the tangents, :math:`\sigma` the arclength), and refined by
 re-stepping from the last point before the fold with smaller steps; the error estimate is the
-change of the fold between the last two refinements (plus the residual's contribution).
+change of the fold between the last two refinements.
 A branch may instead end by merging with the trivial point: the overlap that defines it
 (``theta`` or ``m``) goes to zero continuously.  The merge is declared where the overlap
 cosine (``theta / sqrt(q rho)``, resp. ``m / sqrt(q)``) falls below ``COLLAPSE = 0.05`` and is
@@ -39,14 +39,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model.params import ModelParams
-from .branches import BRANCHES, COLLAPSE, BranchNotFound, solve_branch
+from .branches import BRANCHES, COLLAPSE, solve_branch
 from .channel import InvalidOrderParameters, OutputChannel
-from .saddle import FixedPoint, SaddlePointMap, fixed_point_record
+from .saddle import SLOW, SaddlePointMap, eps_stages, fixed_point_record
 
 __all__ = ["Fold", "BranchCurve", "follow_branch"]
-
-_EPS_LADDER = (1e-4, 1e-2)
-_SLOW = 0.7
 
 
 @dataclass
@@ -139,7 +136,7 @@ class _Follower:
                 dz = dz / 2
             if new is None:
                 return z, T, st, False, it
-            slow = slow + 1 if new[4] > _SLOW * res else 0
+            slow = slow + 1 if new[4] > SLOW * res else 0
             z, T, st, g, res = new
             if slow >= 2:
                 return z, T, st, res <= self.tol, it
@@ -148,10 +145,7 @@ class _Follower:
     def correct(self, zp, t):
         """Corrector from the predictor ``zp``; the eps ladder if Newton stalls."""
         its = 0
-        for start in (self.tol,) + tuple(e for e in _EPS_LADDER if e > self.tol):
-            stages = [start]
-            while stages[-1] > self.tol:
-                stages.append(max(stages[-1] / 100, self.tol))
+        for stages in eps_stages(self.tol):
             z = zp.copy()
             ok = False
             T = st = None
@@ -164,7 +158,7 @@ class _Follower:
                 return z, T, st, its
         return None
 
-    def record(self, T, st, its) -> FixedPoint:
+    def record(self, T, st, its):
         return fixed_point_record(T, st, self.free, self.tol, self.tol, iterations=its)
 
 
@@ -207,7 +201,7 @@ def follow_branch(params: ModelParams, branch: str, channel: OutputChannel, alph
     t_prev[-1] = direction
     t = f.tangent(T, st, t_prev)
     points = [fp0]
-    zs, ts, sig = [z], [t], [0.0]
+    sigma = 0.0            # arclength (scaled) of the last accepted point
     end = f"reached alpha = {alpha_stop:g}"
     fold = None
     merge = None
@@ -228,8 +222,7 @@ def follow_branch(params: ModelParams, branch: str, channel: OutputChannel, alph
         zn, Tn, stn, its = got
         fp = f.record(Tn, stn, its)
         tn = f.tangent(Tn, stn, t)
-        why = BRANCHES[branch].check(fp, params.rho)
-        if why is not None and "collapsed" in why:
+        if fp.converged and BRANCHES[branch].collapsed(fp, params.rho):
             # bracket the merging point between the last point of the branch and this one
             if step > merge_step:
                 step = max(step / 4, merge_step)
@@ -239,11 +232,11 @@ def follow_branch(params: ModelParams, branch: str, channel: OutputChannel, alph
             end = (f"merges with the trivial point (overlap cosine < {COLLAPSE:g}) between "
                    f"alpha = {merge[0]:.6g} and {merge[1]:.6g}")
             break
-        s_new = sig[-1] + float(np.linalg.norm(zn - z))
+        s_new = sigma + float(np.linalg.norm(zn - z))
         # fold: the alpha component of the tangent changes sign
         if np.sign(tn[-1]) != np.sign(t[-1]) and t[-1] != 0:
             sa = f.scale[-1]
-            a_fold, u = _hermite_extremum(sig[-1], z[-1] * sa, t[-1] * sa,
+            a_fold, u = _hermite_extremum(sigma, z[-1] * sa, t[-1] * sa,
                                           s_new, zn[-1] * sa, tn[-1] * sa)
             refinements.append(a_fold)
             if len(refinements) >= 2 and abs(refinements[-1] - refinements[-2]) < fold_tol \
@@ -260,10 +253,7 @@ def follow_branch(params: ModelParams, branch: str, channel: OutputChannel, alph
             step = max(float(np.linalg.norm(zn - z)) / 4, ds_min)
             continue
         points.append(fp)
-        z, t = zn, tn
-        zs.append(z)
-        ts.append(t)
-        sig.append(s_new)
+        z, t, sigma = zn, tn, s_new
         alpha_now = z[-1] * f.scale[-1]
         if (alpha_now - alpha_stop) * direction >= 0:
             break

@@ -111,9 +111,9 @@ def _newton(h, w, t, V, sigma, gtol, max_iter):
         done = (gmax <= gtol) & (lam_min > 0)
         conv[active[done]] = True
         keep = ~done
-        if not keep.any():
-            break
         active = active[keep]
+        if not active.size:
+            break
         ha, wa, ta = ha[keep], wa[keep], ta[keep]
         g1, g2, a, b, c, Ga = g1[keep], g2[keep], a[keep], b[keep], c[keep], Ga[keep]
         Va = Va[keep] if np.ndim(Va) else Va
@@ -139,7 +139,7 @@ def _newton(h, w, t, V, sigma, gtol, max_iter):
             if not pending.size:
                 break
         h[active] = ha + step[:, None] * np.stack([d1, d2], -1)
-    if active.size:  # final evaluation of the points that ran out of iterations
+    if active.size:  # the points that ran out of iterations moved after their last evaluation
         ha, wa, ta = h[active], w[active], t[active]
         Va = V[active] if np.ndim(V) else V
         Ga, g1, g2, a, b, c = kern(ha[:, 0], ha[:, 1], wa[:, 0], wa[:, 1], ta[:, 0], ta[:, 1], Va,

@@ -10,12 +10,14 @@ leaves the pinned subspace invariant (``eta -> -eta`` resp. ``(xi, eta) -> -(xi,
 which sets the odd atoms (hence ``theta_hat`` resp. ``m_hat``) exactly to zero, so the pinned
 point is an exact fixed point of all four equations under that rule.
 
-Solver: a few damped iterations :math:`x \leftarrow x + \beta (T(x) - x)` with adaptive
-:math:`\beta`, then Newton on :math:`r(x) = T(x) - x` with a finite-difference Jacobian taken
-with the prox *frozen* on the current branch assignment of every node (so that the Jacobian
-is that of the smooth local map, not polluted by nodes switching minimiser), with backtracking
-on :math:`\lVert r\rVert_\infty`.  Convergence is declared on the undamped residual
-:math:`\max |T(x) - x|` over the free variables, evaluated with the global multi-start prox.
+Solver: Newton on :math:`r(x) = T(x) - x` with backtracking on :math:`\lVert r\rVert_\infty`,
+from the start (a damped warm-up diverged on the positional branch).  The Jacobian is that of
+the quadrature map with the selection between each node's two lowest minima smoothed over a
+width ``eps`` (:class:`~symattn.numerics.channel.ChannelState`): each minimum is followed by a
+local Newton solve, and the smoothing weight is differentiated exactly.  When Newton stalls on a
+node switching minimiser, the solve is continued in ``eps`` (:func:`eps_stages`).  Convergence
+is declared on the undamped residual :math:`\max |T(x) - x|` over the free variables, with the
+global multi-start prox, at the final ``eps``.
 """
 
 from __future__ import annotations
@@ -30,10 +32,9 @@ from ..model.params import ModelParams
 from .channel import ChannelState, InvalidOrderParameters, OutputChannel
 
 __all__ = ["FixedPoint", "MapState", "SaddlePointMap", "solve_fixed_point", "fixed_point_record",
-           "NAMES"]
+           "eps_stages", "NAMES"]
 
 NAMES = ("q", "m", "theta", "V")
-HAT_NAMES = ("q_hat", "m_hat", "theta_hat", "V_hat")
 
 
 @dataclass
@@ -151,12 +152,6 @@ class SaddlePointMap:
         Tp, _ = self._from_atoms(state.x, state.channel.atoms, alpha=self.alpha + h)
         return (Tp - state.Tx)[list(free)] / h
 
-    def symmetric_atoms(self, state: MapState) -> np.ndarray:
-        """The channel atoms as the map uses them (odd atoms zeroed under ``symmetry``)."""
-        a = state.channel.atoms.copy()
-        a[self._odd] = 0.0
-        return a
-
     def phi(self, state: MapState) -> float:
         p = self.params
         return float(self._phi(*state.x, *state.hats, state.channel.E_M, self.alpha, p.sigma,
@@ -164,8 +159,22 @@ class SaddlePointMap:
 
 
 _MAX_HALVINGS = 20
-_SLOW = 0.7
+#: a Newton step that reduces the residual by less than this factor counts as slow; two slow
+#: steps in a row end a stage (the root sits on a selection ramp narrower than Newton's reach)
+SLOW = 0.7
 _EPS_LADDER = (1e-4, 1e-2)
+
+
+def eps_stages(eps: float) -> list:
+    """The continuations in the selection width tried in turn: first ``[eps]`` alone, then
+    from ``1e-4`` and from ``1e-2`` down to ``eps`` by factors of 100."""
+    ladders = []
+    for start in (eps,) + tuple(e for e in _EPS_LADDER if e > eps):
+        stages = [start]
+        while stages[-1] > eps:
+            stages.append(max(stages[-1] / 100, eps))
+        ladders.append(stages)
+    return ladders
 
 
 def _valid(x, rho) -> bool:
@@ -206,7 +215,7 @@ def _newton(T: SaddlePointMap, state: MapState, free, eps, tol, max_iter, verbos
             return state, it, False
         # two slow steps in a row: the root sits on a selection ramp narrower than Newton's
         # reach at this eps (see solve_fixed_point); hand over to the next stage
-        slow = slow + 1 if rn > _SLOW * res else 0
+        slow = slow + 1 if rn > SLOW * res else 0
         state, res = new, rn
         if slow >= 2:
             return state, it, res <= tol
@@ -239,10 +248,7 @@ def solve_fixed_point(T: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 
         raise InvalidOrderParameters(f"invalid starting point {x}")
     tried = []
     iterations = 0
-    for start in (eps,) + tuple(e for e in _EPS_LADDER if e > eps):
-        stages = [start]
-        while stages[-1] > eps:
-            stages.append(max(stages[-1] / 100, eps))
+    for stages in eps_stages(eps):
         tried.append(stages)
         state = None
         for e in stages:
