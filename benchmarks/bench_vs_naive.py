@@ -12,16 +12,14 @@ point to 1e-10.  Both at the paper's defaults and alpha = 1.24, both branches.
 from __future__ import annotations
 
 import argparse
-import math
 import time
-
-import numpy as np
 
 from naive import POSITIONAL_INIT, SEMANTIC_INIT, naive_fixed_point
 from symattn.model import ModelParams
 from symattn.numerics.branches import solve_branch
 from symattn.numerics.channel import OutputChannel
 from symattn.numerics.quadrature import SobolRule
+from symattn.numerics.thresholds import fixed_point_means
 
 KEYS = ("q", "m", "theta", "V", "eps_t", "eps_g")
 
@@ -35,10 +33,7 @@ def ours(params, branch, alpha, log2n=13, rules=8):
         fps.append(fp)
         x0 = fp.x
     dt = time.perf_counter() - t0
-    out = {}
-    for k in KEYS:
-        v = np.array([fp.extra["eps_g"] if k == "eps_g" else getattr(fp, k) for fp in fps])
-        out[k], out[k + "_err"] = v.mean(), v.std(ddof=1) / math.sqrt(len(v))
+    out = fixed_point_means(fps)
     out["converged"] = all(fp.converged for fp in fps)
     out["residual"] = max(fp.residual for fp in fps)
     return out, dt

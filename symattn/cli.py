@@ -37,8 +37,6 @@ from .model.params import PAPER_A, ModelParams, ParameterError, check_alpha
 EXIT_USAGE = 2
 EXIT_NOT_FOUND = 3
 
-FIXED_POINT_KEYS = ("q", "m", "V", "theta", "q_hat", "m_hat", "V_hat", "theta_hat", "eps_t",
-                    "eps_g")
 DEFAULT_OUT = Path("symattn-results")
 RESUMABLE = ("validate", "phase-diagram")
 #: warm starts of ``simulate`` (= symattn.simulation.train.STARTS; not imported here, to keep
@@ -263,11 +261,10 @@ def cmd_thresholds(args, main_job=False) -> int:
 
 
 def cmd_fixed_point(args) -> int:
-    import numpy as np
-
     from .numerics.branches import BranchNotFound, solve_branch
     from .numerics.channel import OutputChannel
     from .numerics.quadrature import SobolRule
+    from .numerics.thresholds import FIXED_POINT_KEYS, fixed_point_means
     alpha = check_alpha(args.alpha)
     params = _params(args)
     settings = _settings(args)
@@ -287,13 +284,8 @@ def cmd_fixed_point(args) -> int:
             return EXIT_NOT_FOUND
         fps.append(fp)
         x0 = fp.x
-    vals = {k: np.array([fp.extra["eps_g"] if k == "eps_g" else getattr(fp, k) for fp in fps])
-            for k in FIXED_POINT_KEYS}
     n = len(fps)
-    data = {"branch": args.branch, "alpha": alpha}
-    for k, v in vals.items():
-        data[k] = float(v.mean())
-        data[k + "_err"] = float(v.std(ddof=1) / math.sqrt(n))
+    data = {"branch": args.branch, "alpha": alpha, **fixed_point_means(fps)}
     data["residual"] = max(fp.residual for fp in fps)
     data["converged"] = all(fp.converged for fp in fps)
     data["rules"] = n

@@ -31,9 +31,10 @@ import numpy as np
 from scipy import optimize
 
 from ..model.params import ModelParams
+from ..stats import mean_se
 from .branches import BranchNotFound, solve_branch
 from .channel import OutputChannel
-from .observables import linear_baseline_error
+from .observables import generalisation_error, linear_baseline_error
 from .quadrature import SobolRule
 from .saddle import FixedPoint
 
@@ -91,16 +92,7 @@ class Thresholds:
 
     def at_alpha_c(self, branch: str) -> dict:
         """Mean and standard error over scrambles of each order parameter at ``alpha_c``."""
-        keys = ("q", "m", "theta", "V", "q_hat", "m_hat", "theta_hat", "V_hat", "eps_t")
-        out = {}
-        for k in keys:
-            v = np.array([getattr(getattr(r, branch), k) for r in self.rules])
-            out[k] = float(v.mean())
-            out[k + "_err"] = float(v.std(ddof=1) / math.sqrt(len(v))) if len(v) > 1 else math.nan
-        eg = np.array([getattr(r, branch).extra["eps_g"] for r in self.rules])
-        out["eps_g"] = float(eg.mean())
-        out["eps_g_err"] = float(eg.std(ddof=1) / math.sqrt(len(eg))) if len(eg) > 1 else math.nan
-        return out
+        return fixed_point_means([getattr(r, branch) for r in self.rules])
 
     def as_dict(self) -> dict:
         return {"alpha_c": self.alpha_c, "alpha_c_err": self.alpha_c_err,
@@ -215,8 +207,9 @@ def thresholds_on_nodes(params: ModelParams, nodes, settings: ThresholdSettings,
     ac, ac_step, pos, sem, its = _alpha_c(params, channel, settings.tol, settings.root_tol, a0,
                                           warm)
     eps_lin, _ = linear_baseline_error(params)
-    pos = solve_branch(params, "positional", ac, channel, x0=pos.x, tol=settings.tol)
-    sem = solve_branch(params, "semantic", ac, channel, x0=sem.x, tol=settings.tol)
+    for fp in (pos, sem):   # the converged points at alpha_c: add their test errors
+        fp.extra["eps_g"], fp.extra["eps_g_quad_err"] = generalisation_error(params, fp.q, fp.m,
+                                                                             fp.theta)
     g_pos = pos.extra["eps_g"] - eps_lin
     g_sem = sem.extra["eps_g"] - eps_lin
     if g_pos > 0 and g_sem <= 0:
@@ -233,6 +226,22 @@ def thresholds_on_nodes(params: ModelParams, nodes, settings: ThresholdSettings,
                           alpha_l_step=al_step, alpha_l_branch=branch, positional=pos,
                           semantic=sem, newton_iterations=its,
                           wall_time=time.perf_counter() - t0)
+
+
+FIXED_POINT_KEYS = ("q", "m", "V", "theta", "q_hat", "m_hat", "V_hat", "theta_hat", "eps_t",
+                    "eps_g")
+
+
+def fixed_point_means(fps) -> dict:
+    """Mean and standard error (``<key>_err``) over fixed points of independent rules.
+
+    ``eps_g`` is read from ``extra`` (set by ``solve_branch`` / the threshold search).
+    """
+    out = {}
+    for k in FIXED_POINT_KEYS:
+        vals = [fp.extra["eps_g"] if k == "eps_g" else getattr(fp, k) for fp in fps]
+        out[k], out[k + "_err"] = mean_se(vals)
+    return out
 
 
 def _rule_task(args):
@@ -257,7 +266,7 @@ def compute_thresholds(params: ModelParams, settings: ThresholdSettings = Thresh
              (first.positional.x, first.semantic.x)) for k in range(1, settings.n_rules)]
     if rest:
         own = executor is None
-        ex = executor or ProcessPoolExecutor(max_workers=_workers())
+        ex = executor or ProcessPoolExecutor(max_workers=default_workers())
         try:
             for k, r in enumerate(ex.map(_rule_task, rest), start=2):
                 rules.append(r)
@@ -267,20 +276,20 @@ def compute_thresholds(params: ModelParams, settings: ThresholdSettings = Thresh
             if own:
                 ex.shutdown()
     eps_lin, eps_lin_err = linear_baseline_error(params)
-    ac = np.array([r.alpha_c for r in rules])
-    al = np.array([r.alpha_l for r in rules])
-    n = len(rules)
-    se = (lambda v: float(v.std(ddof=1) / math.sqrt(n))) if n > 1 else (lambda v: math.inf)
+    ac, ac_se = mean_se([r.alpha_c for r in rules])
+    al, al_se = mean_se([r.alpha_l for r in rules])
     return Thresholds(
-        alpha_c=float(ac.mean()),
-        alpha_c_err=se(ac) + max(r.alpha_c_step for r in rules),
-        alpha_l=float(al.mean()),
-        alpha_l_err=se(al) + max(r.alpha_l_step for r in rules),
+        # one rule has no spread to measure: its error bar is unknown, reported as infinite
+        alpha_c=ac, alpha_c_err=(ac_se if len(rules) > 1 else math.inf)
+        + max(r.alpha_c_step for r in rules),
+        alpha_l=al, alpha_l_err=(al_se if len(rules) > 1 else math.inf)
+        + max(r.alpha_l_step for r in rules),
         eps_lin=eps_lin, eps_lin_err=eps_lin_err, params=params.as_dict(),
         settings=asdict(settings), rules=rules, wall_time=time.perf_counter() - t0)
 
 
-def _workers() -> int:
+def default_workers() -> int:
+    """One worker process per core available to this process (at most 8)."""
     import os
     return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                       else (os.cpu_count() or 1), 8))

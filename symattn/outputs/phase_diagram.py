@@ -39,6 +39,8 @@ from pathlib import Path
 import numpy as np
 
 from ..model.params import ModelParams, ParameterError
+from ..numerics.thresholds import default_workers
+from ..stats import mean_se
 
 __all__ = ["PhaseDiagramSettings", "phase_point", "run_phase_diagram", "load_points",
            "CSV_COLUMNS", "omega_grid"]
@@ -84,12 +86,11 @@ def omega_grid(spec: str) -> list:
 
 
 def _mean_err(values, extra=0.0):
-    """Mean and (standard error + ``extra``); a single value gets ``extra`` alone."""
-    v = np.array([x for x in values if x is not None and np.isfinite(x)], float)
-    if v.size == 0:
-        return math.nan, math.nan
-    se = v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else 0.0
-    return float(v.mean()), float(se + extra)
+    """Mean and (standard error + ``extra``) of the finite values; a single value gets
+    ``extra`` alone (there is no spread to measure; ``extra`` is its own error bound)."""
+    v = [x for x in values if x is not None and np.isfinite(x)]
+    mean, se = mean_se(v)
+    return mean, (se if len(v) > 1 else 0.0) + extra if v else math.nan
 
 
 def _end_alpha(curve):
@@ -261,7 +262,7 @@ def run_phase_diagram(params: ModelParams, omegas, out_dir, settings=PhaseDiagra
     pdict["A"] = tuple(tuple(r) for r in pdict["A"])
     if todo:
         own = executor is None
-        ex = executor or ProcessPoolExecutor(max_workers=min(len(todo), _workers()))
+        ex = executor or ProcessPoolExecutor(max_workers=min(len(todo), default_workers()))
         try:
             futures = [ex.submit(task, pdict, w, asdict(settings)) for w in todo]
             for k, fut in enumerate(as_completed(futures), start=1):
@@ -277,11 +278,6 @@ def run_phase_diagram(params: ModelParams, omegas, out_dir, settings=PhaseDiagra
     meta["wall_time"] = meta.get("wall_time", 0.0) + (time.perf_counter() - t0)
     _atomic_write(meta_path, json.dumps(meta, indent=2))
     return load_points(out_dir)
-
-
-def _workers() -> int:
-    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, n)
 
 
 def dask_executor(address: str):

@@ -76,6 +76,7 @@ from pathlib import Path
 import numpy as np
 
 from ..model.params import ModelParams, ParameterError, check_alpha
+from ..stats import mean_se
 
 __all__ = [
     "QUANTITIES", "PAIRED_STARTS", "SIM_COLUMNS", "THEORY_COLUMNS",
@@ -427,15 +428,6 @@ def _thresholds_task(params: ModelParams, settings: TheorySettings) -> dict:
 
 # ------------------------------------------------------------------------------------------
 # statistics
-def mean_se(x):
-    """``(mean, standard error of the mean)``; the error is ``nan`` for fewer than 2 values."""
-    x = np.asarray(x, dtype=float)
-    if x.size == 0:
-        return math.nan, math.nan
-    se = float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else math.nan
-    return float(x.mean()), se
-
-
 def regression_estimate(x, t, t_mean: float = 1.0):
     r"""Control-variate estimate of :math:`\mathbb{E}\,x` with a covariate of known mean.
 

@@ -55,6 +55,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from ..model import ModelParams
+from ..stats import mean_se
 from ._blas import limit_blas_threads
 from .data import SIGNS, Dataset, fresh_sentences, make_dataset, student_attention
 from .empirical_risk import order_parameters, risk_and_grad, sentence_loss
@@ -161,12 +162,6 @@ def linear_baseline(data: Dataset) -> np.ndarray:
     return np.linalg.solve(XX.T, YX.T).T
 
 
-def _mean_se(x: np.ndarray):
-    x = np.asarray(x, dtype=np.float64)
-    se = float(np.std(x, ddof=1) / np.sqrt(x.size)) if x.size > 1 else float("nan")
-    return float(np.mean(x)), se
-
-
 def generalisation_errors(data: Dataset, Qs: Sequence[np.ndarray], B: np.ndarray | None = None,
                 n_test: int = 2000, chunk_size: int | None = None):
     r"""Monte Carlo test errors on ``n_test`` fresh sentences (the same ones for every argument).
@@ -189,8 +184,8 @@ def generalisation_errors(data: Dataset, Qs: Sequence[np.ndarray], B: np.ndarray
             losses[j].append(sentence_loss(student_attention(h), block.T, block.G, block.c, d))
         if B is not None:
             lin.append(sentence_loss(B, block.T, block.G, block.c, d))
-    eps_g = [_mean_se(np.concatenate(x)) for x in losses]
-    eps_lin = _mean_se(np.concatenate(lin)) if B is not None else None
+    eps_g = [mean_se(np.concatenate(x)) for x in losses]
+    eps_lin = mean_se(np.concatenate(lin)) if B is not None else None
     return eps_g, eps_lin
 
 
@@ -298,6 +293,6 @@ def simulate(params: ModelParams, d: int, alpha: float, start="semantic", seeds=
     out = {"d": int(d), "alpha": float(alpha), "start": inst[0]["start"], "seeds": seed_list}
     for key in ("m", "theta", "q", "eps_t", "eps_g", "eps_lin", "converged", "iterations",
                 "grad_norm", "wall_time"):
-        out[key], out[f"{key}_err"] = _mean_se(np.array([float(r[key]) for r in inst]))
+        out[key], out[f"{key}_err"] = mean_se(np.array([float(r[key]) for r in inst]))
     out["instances"] = inst
     return out
