@@ -192,6 +192,14 @@ def build_parser():
     _add_model_group(v)
     _add_numerics_group(v, log2n=13, rules=4)
 
+    x = sub.add_parser("latex", help="the model's equations as LaTeX (align, labelled), printed "
+                       "from the SymPy objects the solvers are compiled from")
+    x.add_argument("--out", type=Path, default=None,
+                   help="write to this .tex file instead of standard output")
+    x.add_argument("--standalone", action="store_true",
+                   help="a complete document (pdflatex); default: a fragment to \\input "
+                   "(needs amsmath, amssymb)")
+
     from .outputs.phase_cli import add_parsers as add_phase_parsers
     add_phase_parsers(sub, _add_model_group, _float, _positive_int)
     return p
@@ -377,6 +385,20 @@ def cmd_validate(args, argv=None) -> int:
     return 0
 
 
+def cmd_latex(args) -> int:
+    from .outputs.latex import document
+    if args.out is not None and args.out.is_dir():
+        raise UsageError(f"--out: {args.out} is a directory; give a .tex file name")
+    text = document(standalone=args.standalone)
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+        print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
@@ -393,6 +415,8 @@ def main(argv=None) -> int:
             return cmd_simulate(args)
         if args.command == "validate":
             return cmd_validate(args, argv=["symattn"] + list(argv))
+        if args.command == "latex":
+            return cmd_latex(args)
         if args.command == "phase-diagram":
             from .outputs.phase_cli import cmd_phase_diagram
             return cmd_phase_diagram(args, _params(args))

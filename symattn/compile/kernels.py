@@ -26,7 +26,7 @@ from ..symbolic.moreau import MoreauEnvelope, MoreauObjective
 
 __all__ = ["SETTING", "prox_kernel", "objective_kernel", "teacher_kernel", "output_equations",
            "prior_equations", "phi_kernel", "atom_list", "odd_atoms", "atom_integrands", "loss_kernel",
-           "generalisation_integrand",
+           "generalisation_integrand", "eps_g_nodes",
            "lambdify"]
 
 SETTING = PAPER_SETTING
@@ -179,9 +179,8 @@ def atom_integrands(module: str = "numpy"):
     return lambdify((*xi, *eta, *p, *eq.w, V), integrands, module)
 
 
-@functools.lru_cache(maxsize=None)
-def generalisation_integrand(module: str = "numpy"):
-    r"""``(u1, u2, v1, v2, q, m, theta, rho, sigma, omega, A11, A22) -> loss(h, h*)``.
+def eps_g_nodes():
+    r"""``(u, v, h, hs)``: the Gaussian variables of ``eps_g`` and the pre-activations built from them.
 
     :math:`h_l = s_l m + \sqrt q u_l`, :math:`h^*_l = (\theta/\sqrt q) u_l + \sqrt{\rho-\theta^2/q}\,v_l`
     (MODEL.md section 4, ``eps_g``).
@@ -189,8 +188,16 @@ def generalisation_integrand(module: str = "numpy"):
     u = sp.symbols("u_1:3", real=True)
     v = sp.symbols("v_1:3", real=True)
     s = SETTING.signs
-    h = [s[l] * m + sp.sqrt(q) * u[l] for l in range(2)]
-    hs = [theta / sp.sqrt(q) * u[l] + sp.sqrt(rho - theta**2 / q) * v[l] for l in range(2)]
+    h = tuple(s[l] * m + sp.sqrt(q) * u[l] for l in range(2))
+    hs = tuple(theta / sp.sqrt(q) * u[l] + sp.sqrt(rho - theta**2 / q) * v[l] for l in range(2))
+    return u, v, h, hs
+
+
+@functools.lru_cache(maxsize=None)
+def generalisation_integrand(module: str = "numpy"):
+    """``(u1, u2, v1, v2, q, m, theta, rho, sigma, omega, A11, A22) -> loss(h, h*)`` at the
+    nodes of :func:`eps_g_nodes`."""
+    u, v, h, hs = eps_g_nodes()
     A = sp.Matrix([[_A[0], 1 - _A[0]], [1 - _A[1], _A[1]]])
     expr = loss_L2_closed_form(h, hs, A)
     return lambdify((*u, *v, q, m, theta, rho, sigma, omega, *_A), expr, module)
