@@ -100,7 +100,10 @@ def prior_channel() -> PriorChannel:
     field_ = sigma * sp.sqrt(q_hat) * g + m_hat * p + theta_hat * sigma**2 * Qs
     objective = -(lam + V_hat * sigma**2) * Qw**2 / 2 + Qw * B
     (Qopt,) = sp.solve(sp.diff(objective, Qw), Qw)
-    assert sp.diff(objective, Qw, 2).is_negative is not False  # concave: a maximum
+    # concave (a maximum) iff lambda + V_hat sigma^2 > 0, i.e. iff V = sigma^2/(lambda + V_hat
+    # sigma^2) > 0, which the numerics enforce (InvalidOrderParameters)
+    if sp.simplify(sp.diff(objective, Qw, 2) + lam + V_hat * sigma**2) != 0:
+        raise AssertionError("prior channel: the scalar problem's curvature is not -(lambda + V_hat sigma^2)")
     variances = {g: sp.Integer(1), Qs: rho / sigma**2}
     Qfield = Qopt.subs(B, field_)
     psi = gaussian_moment(objective.subs(Qw, Qopt).subs(B, field_), variances)
