@@ -1,5 +1,7 @@
 """Command-line interface.
 
+Usage::
+
     symattn                               the main job: thresholds at the paper's defaults
     symattn thresholds [model options] [--json] [--out FILE]
     symattn fixed-point --branch {positional,semantic} --alpha A [model options] [--json]
@@ -11,6 +13,7 @@
     symattn phase-diagram --out DIR [--omegas 0:0.45:0.025] [model options]
                           [--log2n K] [--rules R] [--workers N | --scheduler ADDRESS]
     symattn plot DIR [--omega W]
+    symattn latex [--out FILE.tex] [--standalone]
 
 Model options: ``--omega W --sigma S --lam L --A a11,a12,a21,a22``; numerical options:
 ``--log2n K`` (2**K Sobol points per rule), ``--rules R`` (independent scrambles),

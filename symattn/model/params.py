@@ -56,6 +56,9 @@ def check_alpha(alpha) -> float:
 class ModelParams:
     r"""Parameters of the attention model (MODEL.md section 2).
 
+    The teacher variance is :math:`\rho = \sigma^2` (teacher weights are iid ``N(0, 1)``).
+    Positional encodings are ``p_1 = (1, ..., 1)``, ``p_2 = -p_1`` (sign ``s_l``).
+
     Attributes
     ----------
     sigma : float
@@ -66,9 +69,6 @@ class ModelParams:
         Mixing :math:`\omega \in [0, 1]` between the teacher's semantic and positional parts.
     A : tuple of tuples
         The fixed row-stochastic positional attention matrix, ``L x L``, non-negative entries.
-
-    The teacher variance is :math:`\rho = \sigma^2` (teacher weights are iid ``N(0, 1)``).
-    Positional encodings are ``p_1 = (1, ..., 1)``, ``p_2 = -p_1`` (sign ``s_l``).
     """
 
     sigma: float = 0.5

@@ -77,7 +77,7 @@ def loss_zeros(t1, t2, min_sum=0.05):
     r"""The two points :math:`\pm h^0` where the loss vanishes (or nearly, if unreachable).
 
     :math:`a_l = \mathrm{logit}(T_{ll})`; since :math:`a_1 + a_2 = (h_1-h_2)^2 \ge 0`, a target with
-    :math:`a_1 + a_2 < ` ``min_sum`` is shifted to that sum.  Returns ``(n, 2)``.
+    :math:`a_1 + a_2` below ``min_sum`` is shifted to that sum.  Returns ``(n, 2)``.
     """
     a1 = special.logit(np.clip(t1, 1e-12, 1 - 1e-12))
     a2 = special.logit(np.clip(t2, 1e-12, 1 - 1e-12))
@@ -155,13 +155,19 @@ def prox(w, t, V, sigma, *, gtol=1e-13, max_iter=100, extra_starts=None, include
 
     Parameters
     ----------
-    w : (n, 2) array        student mean pre-activations
-    t : (n, 2) array        target diagonal ``(T_11, T_22)`` of each node
-    V : float or (n,) array response
+    w : (n, 2) array
+        student mean pre-activations
+    t : (n, 2) array
+        target diagonal ``(T_11, T_22)`` of each node
+    V : float or (n,) array
+        response
     sigma : float
-    gtol : float            gradient tolerance of each local Newton solve
-    extra_starts : (n, k, 2) array, optional   additional starting points
-    include_default : bool  use the default starts ``w, +h0, -h0``
+    gtol : float
+        gradient tolerance of each local Newton solve
+    extra_starts : (n, k, 2) array, optional
+        additional starting points
+    include_default : bool
+        use the default starts ``w, +h0, -h0``
 
     Returns
     -------

@@ -1,5 +1,7 @@
 """Command-line front ends of the phase diagram: ``symattn phase-diagram`` and ``symattn plot``.
 
+Usage::
+
     symattn phase-diagram [--omegas 0:0.45:0.025] [model options] [--log2n K] [--rules R]
                           [--workers N | --scheduler ADDRESS] --out DIR
     symattn plot DIR [--omega 0.3]

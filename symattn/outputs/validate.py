@@ -19,15 +19,22 @@ A validation run is a grid of sample complexities ``alpha``, dimensions ``d`` an
 
 Files in the output directory
 -----------------------------
-``run.json``                 model parameters, grid, settings, software versions;
-``simulations.csv``          one row per ``(d, alpha, seed, start)`` (:data:`SIM_COLUMNS`), appended
-                             (and fsync'ed) as each task completes;
-``theory_rules.csv``         one row per ``(log2n, rule, alpha, branch)`` (:data:`THEORY_COLUMNS`);
-``theory.csv``               per ``(alpha, branch)``: mean and standard error over rules (empty
-                             fields: branch not found);
-``theory_thresholds.json``   the theory's ``alpha_c``, ``alpha_l``, ``eps_lin`` with error bars;
-``summary.csv``, ``fits.csv``, ``thresholds.csv``, ``summary.md``  the statistics below;
-``validation_*.png|pdf``     the figures (:mod:`.plots`).
+``run.json``
+    model parameters, grid, settings, software versions;
+``simulations.csv``
+    one row per ``(d, alpha, seed, start)`` (:data:`SIM_COLUMNS`), appended
+    (and fsync'ed) as each task completes;
+``theory_rules.csv``
+    one row per ``(log2n, rule, alpha, branch)`` (:data:`THEORY_COLUMNS`);
+``theory.csv``
+    per ``(alpha, branch)``: mean and standard error over rules (empty
+    fields: branch not found);
+``theory_thresholds.json``
+    the theory's ``alpha_c``, ``alpha_l``, ``eps_lin`` with error bars;
+``summary.csv``, ``fits.csv``, ``thresholds.csv``, ``summary.md``
+    the statistics below;
+``validation_*.png|pdf``
+    the figures (:mod:`.plots`).
 
 A rerun with the same arguments skips every completed task (resumable; an interrupted run
 loses at most the tasks in flight).  A run may be extended (more ``alphas``, ``ds`` or seeds);
@@ -140,7 +147,7 @@ class ValidationGrid:
     ds: tuple = (250, 500, 1000, 2000, 4000)
     seeds: int = 8
     n_test: int = 10000     #: fresh test sentences per task (Monte Carlo eps_g, eps_lin)
-    gtol: float = 1e-8      #: L-BFGS-B stop, max |grad R| (see symattn.simulation.train)
+    gtol: float = 1e-8      #: L-BFGS-B stop, ``max |grad R|`` (see symattn.simulation.train)
     scale_seeds: bool = True
     #: the positional warm start is ``positional_scale * (1, ..., 1)`` (``m = positional_scale``)
     positional_scale: float = 1.0

@@ -231,6 +231,8 @@ def make_dataset(params: ModelParams, d: int, alpha: float, seed: int = 0, *,
                  dtype="auto", chunk_size: int | None = None) -> Dataset:
     """Draw a teacher and ``n = round(alpha d)`` training sentences (MODEL.md section 2).
 
+    Memory beyond the stored data is ``O(chunk_size * d)``.
+
     Parameters
     ----------
     params : ModelParams
@@ -244,8 +246,6 @@ def make_dataset(params: ModelParams, d: int, alpha: float, seed: int = 0, *,
         Storage of ``Z``; see the module doc.  The Gram quantities are always float64.
     chunk_size : int, optional
         Sentences drawn per chunk (does not change the data).
-
-    Memory beyond the stored data is ``O(chunk_size * d)``.
     """
     d = int(d)
     if d < 2:
