@@ -1,0 +1,108 @@
+"""Where the branches leave the trivial fixed point, and the semantic branch near its end.
+
+1. The ``theta`` and ``m`` eigenvalues of the trivial point (likelihood ratios, exact surface
+   terms; :mod:`symattn.numerics.bifurcation`) cross one at ``alpha_b``: per rule by Brent's
+   method, then the mean and standard error over independent scrambles.
+2. ``--scan``: the semantic branch parametrised by ``theta`` (``q, V`` solved at fixed ``theta``,
+   ``alpha`` by Brent on ``T_theta / theta = 1``), on each rule symmetrised under both node flips
+   so that ``T_theta`` is exactly odd in ``theta``.  A fold (spinodal) would show as a minimum of
+   ``alpha(theta)`` below ``alpha_b``.
+
+    python benchmarks/branch_ends.py --log2n 14 --rules 4
+    python benchmarks/branch_ends.py --log2n 12 --rules 2 --scan --out /tmp/scan.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+from scipy.optimize import brentq
+
+from symattn.model.params import ModelParams
+from symattn.numerics.bifurcation import trivial_bifurcation
+from symattn.numerics.channel import OutputChannel
+from symattn.numerics.quadrature import NodeSet, SobolRule
+from symattn.numerics.saddle import SaddlePointMap, solve_fixed_point
+from symattn.stats import mean_se
+
+THETAS = (0.06, 0.045, 0.035, 0.028, 0.022, 0.017, 0.013, 0.01, 0.007, 0.005, 0.003)
+
+
+def flip_symmetrised(nodes: NodeSet) -> NodeSet:
+    """The rule and its images under eta -> -eta and (xi, eta) -> -(xi, eta)."""
+    p = nodes.points
+    images = [p, p * [1, 1, -1, -1], -p, p * [-1, -1, 1, 1]]
+    return NodeSet(np.concatenate(images), np.concatenate([nodes.weights / 4] * 4),
+                   nodes.label + " (flip-symmetrised)")
+
+
+def scan_semantic(P: ModelParams, ch: OutputChannel, alpha_start: float, tol: float = 1e-11):
+    """``[(theta, alpha roots, q)]`` along the semantic branch, theta decreasing."""
+    warm = np.array([0.05, 0.0, 0.0, 30.0])
+
+    def ratio(alpha, theta):
+        nonlocal warm
+        T = SaddlePointMap(P, alpha, ch, symmetry="full_flip")
+        for x0 in (warm, np.array([0.05, 0.0, 0.0, 30.0])):
+            fp = solve_fixed_point(T, np.array([x0[0], 0.0, theta, x0[3]]), (0, 3), tol=tol)
+            if fp.converged:
+                warm = fp.x
+                return (T(fp.x).Tx[2] - theta) / theta
+        return np.nan
+
+    rows, a_prev = [], alpha_start
+    for theta in THETAS:
+        grid = np.linspace(a_prev - 0.1, a_prev + 0.06, 5)
+        vals = [ratio(a, theta) for a in grid]
+        roots = []
+        for k in range(len(grid) - 1):
+            if np.isfinite(vals[k]) and np.isfinite(vals[k + 1]) and vals[k] * vals[k + 1] <= 0:
+                try:
+                    roots.append(brentq(lambda a: ratio(a, theta), grid[k], grid[k + 1], xtol=1e-6))
+                except ValueError:   # an inner solve failed inside the bracket
+                    pass
+        if roots:
+            a_prev = roots[0]
+        rows.append({"theta": theta, "alphas": roots, "q": float(warm[0])})
+        print(f"    theta = {theta:.4f}: alpha = {np.round(roots, 4)}", flush=True)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--log2n", type=int, default=14)
+    ap.add_argument("--rules", type=int, default=4)
+    ap.add_argument("--scan", action="store_true", help="also scan alpha(theta) near the end")
+    ap.add_argument("--out", default=None, help="write the results as JSON here")
+    args = ap.parse_args()
+    P = ModelParams()
+    out = {"log2n": args.log2n, "rules": args.rules, "theta": [], "m": [], "scan": []}
+    t0 = time.time()
+    for seed in range(args.rules):
+        ch = OutputChannel(P, SobolRule(args.log2n, seed=seed).nodes(4))
+        for direction, grid in (("theta", [0.6, 0.7, 0.8]), ("m", [0.02, 0.05, 0.08])):
+            a_b, _ = trivial_bifurcation(P, ch, direction, grid)
+            out[direction].append(a_b)
+            print(f"rule {seed}: alpha_b({direction}) = "
+                  + ("not bracketed" if a_b is None else f"{a_b:.5f}")
+                  + f"  ({time.time() - t0:.0f} s)", flush=True)
+        if args.scan:
+            print(f"  rule {seed}: semantic branch at fixed theta (flip-symmetrised rule)")
+            sym = OutputChannel(P, flip_symmetrised(ch.nodes))
+            out["scan"].append(scan_semantic(P, sym, alpha_start=0.8))
+        if args.out:
+            with open(args.out, "w") as fh:
+                json.dump(out, fh, indent=1)
+    for direction in ("theta", "m"):
+        found = [a for a in out[direction] if a is not None]
+        mu, se = mean_se(found)
+        print(f"alpha_b({direction}) = {mu:.5f} +- {se:.1e}  (mean +- standard error over "
+              f"{len(found)} of {args.rules} rules of 2^{args.log2n})")
+    print(f"wall time {time.time() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
