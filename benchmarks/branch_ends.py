@@ -61,7 +61,7 @@ def scan_semantic(P: ModelParams, ch: OutputChannel, alpha_start: float, tol: fl
         for k in range(len(grid) - 1):
             if np.isfinite(vals[k]) and np.isfinite(vals[k + 1]) and vals[k] * vals[k + 1] <= 0:
                 try:
-                    roots.append(brentq(lambda a: ratio(a, theta), grid[k], grid[k + 1], xtol=1e-6))
+                    roots.append(brentq(ratio, grid[k], grid[k + 1], args=(theta,), xtol=1e-6))
                 except ValueError:   # an inner solve failed inside the bracket
                     pass
         if roots:

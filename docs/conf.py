@@ -21,7 +21,7 @@ ROOT = DOCS.parent
 # document (and doctest) the source tree, not whatever copy of symattn is installed
 sys.path.insert(0, str(ROOT))
 
-import symattn  # noqa: E402
+import symattn
 
 project = "symattn"
 author = "the symattn authors"

@@ -54,7 +54,7 @@ from .branches import solve_branch
 from .channel import OutputChannel
 from .saddle import FixedPoint
 
-__all__ = ["TrivialStability", "trivial_stability", "trivial_bifurcation", "score_derivatives"]
+__all__ = ["TrivialStability", "score_derivatives", "trivial_bifurcation", "trivial_stability"]
 
 
 @dataclass(frozen=True)
@@ -123,11 +123,11 @@ def trivial_bifurcation(params: ModelParams, channel: OutputChannel, direction: 
     vals = [getattr(s, key) - 1.0 for s in scanned]
     for k in range(len(vals) - 1):
         if vals[k] * vals[k + 1] <= 0:
-            warm = {"x0": scanned[k].fp.x}
+            warm = [scanned[k].fp.x]   # each Brent step starts from the previous one's point
 
-            def g(a):
-                st = trivial_stability(params, a, channel, x0=warm["x0"], tol=tol)
-                warm["x0"] = st.fp.x
+            def g(a, warm=warm):
+                st = trivial_stability(params, a, channel, x0=warm[0], tol=tol)
+                warm[0] = st.fp.x
                 return getattr(st, key) - 1.0
             return brentq(g, alphas[k], alphas[k + 1], xtol=xtol), scanned
     return None, scanned

@@ -28,13 +28,13 @@ from ..compile.kernels import eps_g_nodes
 from ..model.symbols import (CONJUGATES, NAMES, V, V_hat, alpha, attention_matrix_symbols, lam, m,
                              node_symbols, omega, q, rho, sigma, theta, theta_hat)
 from ..symbolic.attention import (Logistic, loss_closed_form_L2_equals_general, loss_L2_closed_form,
-                                  loss_L2_from_targets, row_softmax, student_attention, teacher_attention,
-                                  teacher_diagonal_L2)
+                                  loss_L2_from_targets, row_softmax, student_attention,
+                                  teacher_attention, teacher_diagonal_L2)
 from ..symbolic.expectation import Expect
 from ..symbolic.free_energy import derive_saddle_point
-from ..symbolic.moreau import MoreauEnvelope, MoreauObjective
+from ..symbolic.moreau import MoreauObjective
 
-__all__ = ["Equation", "Section", "sections", "document", "sphinx_math_blocks"]
+__all__ = ["Equation", "Section", "document", "sections", "sphinx_math_blocks"]
 
 #: Prefix of every equation label: ``\label{eq:symattn-<name>}``.
 LABEL_PREFIX = "eq:symattn-"
@@ -211,7 +211,7 @@ def _model_section() -> Section:
         key="model", title="Model",
         text=(r"Sentences of $L=2$ tokens $x_l = z_l + p_l/\sqrt{d}$, $z_l \sim N(0, \sigma^2 I_d)$, "
               r"$p_1 = -p_2 = (1,\dots,1)$; teacher $Q^* \in \mathbb{R}^d$ with iid $N(0,1)$ entries, "
-              r"student $Q \in \mathbb{R}^d$, $n = \alpha d$ sentences (MODEL.md section 2)."),
+              r"student $Q \in \mathbb{R}^d$, $n = \alpha d$ sentences."),
         equations=(
             _eq("teacher", Y, ((1 - omega) * SoftmaxMatrix(Z * Qs * Qs.T * Z.T / d) + omega * A) * Z),
             _eq("student", f, SoftmaxMatrix(X * Qm * Qm.T * X.T / d) * X),
@@ -271,8 +271,8 @@ def _moreau_section() -> Section:
         key="moreau", title="Moreau envelope and proximal operator",
         text=(r"The minimiser is the \emph{global} one: the objective is non-convex, and where two "
               r"local minima have equal value the prox jumps. The envelope theorem, derived by SymPy "
-              r"from the optimality condition $\nabla_h \mathcal{G} = 0$, gives the derivatives of "
-              r"$\mathcal{M}$ used below."),
+              r"from the optimality condition (the gradient of the bracket vanishes at the prox), "
+              r"gives the derivatives of $\mathcal{M}$ used below."),
         equations=(
             _eq("moreau", eq.M, MinOver(obj.expr, hvec)),
             _eq("prox", prox, ArgminOver(obj.expr, hvec)),
@@ -372,7 +372,7 @@ def _threshold_section() -> Section:
         ))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sections() -> tuple:
     """All sections, in the order of MODEL.md (built once per process; a few seconds)."""
     return (_model_section(), _loss_section(), _moreau_section(), _free_energy_section(),
