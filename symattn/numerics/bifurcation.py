@@ -104,10 +104,11 @@ def trivial_stability(params: ModelParams, alpha: float, channel: OutputChannel,
 def trivial_bifurcation(params: ModelParams, channel: OutputChannel, direction: str,
                         alphas, *, tol: float = 1e-10, xtol: float = 1e-7):
     """``alpha`` where the ``direction`` (``"theta"`` or ``"m"``) eigenvalue of the trivial point
-    crosses one, bracketed on the grid ``alphas`` (increasing) and refined by Brent's method.
+    first crosses one, bracketed on the grid ``alphas`` (increasing, scanned in order up to the
+    first crossing, warm-started) and refined by Brent's method.
 
-    Returns ``(alpha_b, scanned)`` with ``scanned`` the list of :class:`TrivialStability` on the
-    grid; ``alpha_b`` is None if the eigenvalue does not cross one on the grid.  The ``m``
+    Returns ``(alpha_b, scanned)`` with ``scanned`` the :class:`TrivialStability` of the grid
+    points visited; ``alpha_b`` is None if the eigenvalue does not cross one on the grid.  The ``m``
     direction needs ``A_11 = A_22`` (otherwise ``m`` couples to ``q, V`` at the trivial point).
     """
     if direction not in ("theta", "m"):
@@ -116,18 +117,16 @@ def trivial_bifurcation(params: ModelParams, channel: OutputChannel, direction: 
         raise ValueError("the m eigenvalue decouples only for a swap-symmetric A (A_11 = A_22)")
     key = "lam_" + direction
     scanned, x0 = [], None
-    for a in alphas:
+    for k, a in enumerate(alphas):   # scanned in order, up to the first crossing
         st = trivial_stability(params, a, channel, x0=x0, tol=tol)
         scanned.append(st)
         x0 = st.fp.x
-    vals = [getattr(s, key) - 1.0 for s in scanned]
-    for k in range(len(vals) - 1):
-        if vals[k] * vals[k + 1] <= 0:
-            warm = [scanned[k].fp.x]   # each Brent step starts from the previous one's point
+        if k and (getattr(scanned[k - 1], key) - 1.0) * (getattr(st, key) - 1.0) <= 0:
+            warm = [scanned[k - 1].fp.x]   # each Brent step starts from the previous one's point
 
             def g(a, warm=warm):
                 st = trivial_stability(params, a, channel, x0=warm[0], tol=tol)
                 warm[0] = st.fp.x
                 return getattr(st, key) - 1.0
-            return brentq(g, alphas[k], alphas[k + 1], xtol=xtol), scanned
+            return brentq(g, alphas[k - 1], alphas[k], xtol=xtol), scanned
     return None, scanned

@@ -4,11 +4,22 @@ For every ``omega`` of a grid, one *task* (warm starts along ``alpha`` stay insi
 
 * ``alpha_c`` and ``alpha_l`` on ``n_rules`` scrambled Sobol rules (mean, one standard error
   plus the root-finding bound, as in :mod:`symattn.numerics.thresholds`);
-* where the **semantic** branch ends below ``alpha_c``
-  (:func:`symattn.numerics.continuation.follow_branch`: a fold, or a merge with the trivial
-  point) on every rule: mean, standard error plus the largest bracket half-width; where the
-  **positional** branch ends below ``alpha_c``, on the first rule only (error: the bracket);
-  above ``alpha_c`` each branch is followed up to ``alpha_max`` on the first rule, and an end
+* where the **semantic** and **positional** branches end below ``alpha_c``, two ways:
+
+  - ``alpha_b_semantic``, ``alpha_b_positional``: where the trivial fixed point's ``theta``
+    (resp. ``m``) eigenvalue crosses one (:func:`symattn.numerics.bifurcation.trivial_bifurcation`,
+    likelihood-ratio derivatives that keep the switching surfaces' terms), on every rule:
+    mean, standard error plus the Brent tolerance.  Sharp.  The branch leaves the trivial
+    point there, so its lowest ``alpha`` is at most ``alpha_b`` (equal if the bifurcation is
+    supercritical; a fold just below it if subcritical).  ``alpha_b_positional`` needs a
+    swap-symmetric ``A`` (``A_11 = A_22``) and is empty otherwise.
+  - ``alpha_spinodal_semantic``, ``alpha_spinodal_positional``: where pseudo-arclength
+    continuation from ``alpha_c`` (:func:`symattn.numerics.continuation.follow_branch`) finds
+    the branch's end on the first rule, a fold or a merge with the trivial point (overlap
+    cosine below 0.05); error: the bracket.  Near the end the overlap is small and the
+    quadrature noise large, so this single-rule estimate is rough (docs/numerics.md).
+
+  Above ``alpha_c`` each branch is followed up to ``alpha_max`` on the first rule, and an end
   found there is reported;
 * the trivial fixed point (``theta = m = 0``) followed both ways from ``alpha_c`` on the first
   rule: the ``alpha`` range where it was found (``trivial_range``) and its training loss at
@@ -48,6 +59,8 @@ __all__ = ["PhaseDiagramSettings", "phase_point", "run_phase_diagram", "load_poi
 CSV_COLUMNS = ("omega", "alpha_c", "alpha_c_err", "alpha_l", "alpha_l_err",
                "alpha_spinodal_semantic", "alpha_spinodal_semantic_err", "semantic_end",
                "alpha_spinodal_positional", "alpha_spinodal_positional_err", "positional_end",
+               "alpha_b_semantic", "alpha_b_semantic_err", "alpha_b_positional",
+               "alpha_b_positional_err",
                "trivial_range", "eps_lin", "status", "wall_time")
 
 
@@ -103,6 +116,31 @@ def _end_alpha(curve):
     return math.nan, math.nan, "none"
 
 
+#: alpha grids scanned upward for the trivial point's instabilities (stop at the first crossing)
+THETA_GRID = (0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 1.0, 1.25, 1.6, 2.0, 2.5, 3.2, 4.0)
+M_GRID = (0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56)
+#: Brent tolerance on alpha_b (added to its error bar)
+BIFURCATION_XTOL = 1e-6
+
+
+def _bifurcation_end(params, channel, direction, grid, tol):
+    """(alpha_b, Brent tolerance, kind) where the trivial point's ``direction`` eigenvalue
+    crosses one; kind ``bifurcation``, ``unstable at alpha_min`` (already above one at the
+    grid's first point), ``none`` or ``trivial point not found`` (alpha_b is nan for the last
+    three)."""
+    from ..numerics.bifurcation import trivial_bifurcation
+    from ..numerics.branches import BranchNotFound
+    try:
+        a_b, scanned = trivial_bifurcation(params, channel, direction, grid, tol=tol,
+                                           xtol=BIFURCATION_XTOL)
+    except BranchNotFound:
+        return math.nan, math.nan, "trivial point not found"
+    if a_b is not None:
+        return a_b, BIFURCATION_XTOL, "bifurcation"
+    first = getattr(scanned[0], "lam_" + direction) if scanned else math.nan
+    return math.nan, math.nan, "unstable at alpha_min" if first > 1 else "none"
+
+
 def _curve_rows(params, curve):
     from ..numerics.observables import generalisation_error
     rows = []
@@ -126,8 +164,9 @@ def phase_point(params_dict: dict, omega: float, settings_dict: dict) -> dict:
     params = ModelParams(**{**params_dict, "omega": omega})
     out = {"omega": omega, "status": "ok"}
     ts = ThresholdSettings(log2_n=s.log2_n, n_rules=s.n_rules, tol=s.tol, seed=s.seed)
-    rules, sem_ends, pos_ends = [], [], []
+    rules, sem_ends, pos_ends, b_sem, b_pos = [], [], [], [], []
     curves = {}
+    swap_symmetric = params.A[0][0] == params.A[1][1]   # the m eigenvalue decouples
     try:
         alpha0, warm = None, (None, None)
         for k in range(s.n_rules):
@@ -136,12 +175,17 @@ def phase_point(params_dict: dict, omega: float, settings_dict: dict) -> dict:
             alpha0, warm = r.alpha_c, (r.positional.x, r.semantic.x)
             rules.append(r)
             ch = OutputChannel(params, nodes, gtol=max(s.tol * 1e-3, 1e-14))
-            sem_down = follow_branch(params, "semantic", ch, r.alpha_c, s.alpha_min,
-                                     x0=r.semantic.x, tol=s.tol)
-            sem_ends.append(_end_alpha(sem_down))
+            b_sem.append(_bifurcation_end(params, ch, "theta",
+                                          [a for a in THETA_GRID if a >= s.alpha_min], s.tol))
+            if swap_symmetric:
+                b_pos.append(_bifurcation_end(params, ch, "m",
+                                              [a for a in M_GRID if a >= s.alpha_min], s.tol))
             if k == 0:
+                sem_down = follow_branch(params, "semantic", ch, r.alpha_c, s.alpha_min,
+                                         x0=r.semantic.x, tol=s.tol)
                 pos_down = follow_branch(params, "positional", ch, r.alpha_c, s.alpha_min,
                                          x0=r.positional.x, tol=s.tol)
+                sem_ends.append(_end_alpha(sem_down))
                 pos_ends.append(_end_alpha(pos_down))
                 sem_up = follow_branch(params, "semantic", ch, r.alpha_c, s.alpha_max,
                                        x0=r.semantic.x, tol=s.tol)
@@ -176,6 +220,10 @@ def phase_point(params_dict: dict, omega: float, settings_dict: dict) -> dict:
                                                       if np.isfinite(e[1])), default=0.0))
         out[f"alpha_spinodal_{name}"], out[f"alpha_spinodal_{name}_err"] = a, err
         out[f"{name}_end"] = "/".join(kinds) if kinds else "none"
+    for name, ends in (("semantic", b_sem), ("positional", b_pos)):
+        a, err = _mean_err([e[0] for e in ends], BIFURCATION_XTOL)
+        out[f"alpha_b_{name}"], out[f"alpha_b_{name}_err"] = a, err
+        out[f"alpha_b_{name}_kinds"] = [e[2] for e in ends]
     out["eps_lin"] = linear_baseline_error(params)[0]
     out["rules"] = [{"seed": r.seed, "alpha_c": r.alpha_c, "alpha_l": r.alpha_l,
                      "alpha_l_branch": r.alpha_l_branch} for r in rules]

@@ -39,7 +39,9 @@ def _save(fig, out_dir: Path, name: str) -> list:
 
 
 def _arrays(rows, key):
-    return np.array([r[key] for r in rows], float)
+    """``key`` of every row as floats (missing or empty: nan, e.g. results saved before a
+    column existed)."""
+    return np.array([np.nan if r.get(key) is None else r[key] for r in rows], float)
 
 
 def plot_branches(out_dir, omega: float = 0.3) -> list:
@@ -126,8 +128,10 @@ def plot_phase_diagram(out_dir) -> list:
     for key, lab, col, ls in (("alpha_c", r"$\alpha_c$ (equal training loss)", "k", "-"),
                               ("alpha_l", r"$\alpha_l$ ($\varepsilon_g = \varepsilon_{\rm lin}$)",
                                "C2", "-"),
-                              ("alpha_spinodal_semantic",
-                               "end of the semantic branch", "C3", "--")):
+                              ("alpha_b_semantic", r"$\alpha_b$: trivial point unstable" "\n"
+                               "(semantic branch ends at or below)", "C3", "--"),
+                              ("alpha_spinodal_semantic", "semantic branch's end," "\n"
+                               "continuation, one rule", "C1", ":")):
         a, e = _arrays(pts, key), _arrays(pts, key + "_err")
         ax.errorbar(a, w, xerr=np.nan_to_num(e), color=col, ls=ls, marker="o", ms=3,
                     capsize=2, label=lab)
@@ -136,8 +140,8 @@ def plot_phase_diagram(out_dir) -> list:
     ax.fill_betweenx(w, 0, ac, color="C0", alpha=0.08)
     ax.fill_betweenx(w, ac, xmax, color="C3", alpha=0.08)
     mid = len(w) // 2
-    top = (len(w) * 2) // 3
-    end = _arrays(pts, "alpha_spinodal_semantic")[top]
+    top = max(len(w) - 2, 0)
+    end = _arrays(pts, "alpha_b_semantic")[top]
     x_lab = 0.5 * (end + ac[top]) if np.isfinite(end) else 0.5 * ac[top]
     ax.text(x_lab, w[top], "positional\nglobal\nminimum", ha="center", va="center",
             fontsize=8, color="C0")
@@ -147,7 +151,7 @@ def plot_phase_diagram(out_dir) -> list:
     ax.set_xlabel(r"sample complexity $\alpha = n/d$")
     ax.set_ylabel(r"positional mixing $\omega$ of the teacher")
     ax.set_title("phase diagram")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=7, loc="lower right")
     paths = _save(fig, out_dir, "fig_d_phase_diagram")
     plt.close(fig)
     return paths
