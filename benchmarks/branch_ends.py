@@ -7,9 +7,14 @@
    ``alpha`` by Brent on ``T_theta / theta = 1``), on each rule symmetrised under both node flips
    so that ``T_theta`` is exactly odd in ``theta``.  A fold (spinodal) would show as a minimum of
    ``alpha(theta)`` below ``alpha_b``.
+3. ``--criticality``: on each flip-symmetrised rule, ``alpha_b`` of that rule, then
+   ``Lambda = T_theta / theta`` at ``alpha = alpha_b`` with ``q, V`` solved at a few fixed
+   ``theta``.  ``Lambda - 1 > 0`` (a semantic solution below ``alpha_b``) means the bifurcation
+   is subcritical, so the branch folds below ``alpha_b``; ``< 0`` supercritical.
 
     python benchmarks/branch_ends.py --log2n 14 --rules 4
     python benchmarks/branch_ends.py --log2n 12 --rules 2 --scan --out /tmp/scan.json
+    python benchmarks/branch_ends.py --log2n 14 --rules 6 --criticality
 """
 
 from __future__ import annotations
@@ -26,8 +31,11 @@ from symattn.numerics.bifurcation import trivial_bifurcation
 from symattn.numerics.channel import OutputChannel
 from symattn.numerics.quadrature import NodeSet, SobolRule
 from symattn.numerics.saddle import SaddlePointMap, solve_fixed_point
+from symattn.outputs.phase_diagram import M_GRID, THETA_GRID
 from symattn.stats import mean_se
 
+#: fixed theta (cosine theta / sqrt(q rho) ~ 0.09, 0.17, 0.26 at alpha_b) for --criticality
+CRIT_THETAS = (0.01, 0.02, 0.03)
 THETAS = (0.06, 0.045, 0.035, 0.028, 0.022, 0.017, 0.013, 0.01, 0.007, 0.005, 0.003)
 
 
@@ -39,19 +47,27 @@ def flip_symmetrised(nodes: NodeSet) -> NodeSet:
                    nodes.label + " (flip-symmetrised)")
 
 
-def scan_semantic(P: ModelParams, ch: OutputChannel, alpha_start: float, tol: float = 1e-11):
-    """``[(theta, alpha roots, q)]`` along the semantic branch, theta decreasing."""
-    warm = np.array([0.05, 0.0, 0.0, 30.0])
+class SemanticRatio:
+    """``Lambda(alpha, theta) - 1 = T_theta / theta - 1`` with ``q, V`` solved at fixed ``theta``
+    (``m = 0``), warm-started from the previous call; nan if the solve fails."""
 
-    def ratio(alpha, theta):
-        nonlocal warm
-        T = SaddlePointMap(P, alpha, ch, symmetry="full_flip")
-        for x0 in (warm, np.array([0.05, 0.0, 0.0, 30.0])):
-            fp = solve_fixed_point(T, np.array([x0[0], 0.0, theta, x0[3]]), (0, 3), tol=tol)
+    def __init__(self, P: ModelParams, ch: OutputChannel, tol: float = 1e-11):
+        self.P, self.ch, self.tol = P, ch, tol
+        self.warm = np.array([0.05, 0.0, 0.0, 30.0])
+
+    def __call__(self, alpha, theta):
+        T = SaddlePointMap(self.P, alpha, self.ch, symmetry="full_flip")
+        for x0 in (self.warm, np.array([0.05, 0.0, 0.0, 30.0])):
+            fp = solve_fixed_point(T, np.array([x0[0], 0.0, theta, x0[3]]), (0, 3), tol=self.tol)
             if fp.converged:
-                warm = fp.x
+                self.warm = fp.x
                 return (T(fp.x).Tx[2] - theta) / theta
         return np.nan
+
+
+def scan_semantic(P: ModelParams, ch: OutputChannel, alpha_start: float, tol: float = 1e-11):
+    """``[(theta, alpha roots, q)]`` along the semantic branch, theta decreasing."""
+    ratio = SemanticRatio(P, ch, tol)
 
     rows, a_prev = [], alpha_start
     for theta in THETAS:
@@ -66,29 +82,41 @@ def scan_semantic(P: ModelParams, ch: OutputChannel, alpha_start: float, tol: fl
                     pass
         if roots:
             a_prev = roots[0]
-        rows.append({"theta": theta, "alphas": roots, "q": float(warm[0])})
+        rows.append({"theta": theta, "alphas": roots, "q": float(ratio.warm[0])})
         print(f"    theta = {theta:.4f}: alpha = {np.round(roots, 4)}", flush=True)
     return rows
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--omega", type=float, default=0.3)
     ap.add_argument("--log2n", type=int, default=14)
     ap.add_argument("--rules", type=int, default=4)
     ap.add_argument("--scan", action="store_true", help="also scan alpha(theta) near the end")
+    ap.add_argument("--criticality", action="store_true",
+                    help="Lambda - 1 at alpha_b for a few fixed theta (sign: sub/supercritical)")
     ap.add_argument("--out", default=None, help="write the results as JSON here")
     args = ap.parse_args()
-    P = ModelParams()
-    out = {"log2n": args.log2n, "rules": args.rules, "theta": [], "m": [], "scan": []}
+    P = ModelParams(omega=args.omega)
+    out = {"omega": args.omega, "log2n": args.log2n, "rules": args.rules, "theta": [], "m": [], "scan": [],
+           "criticality": []}
     t0 = time.time()
     for seed in range(args.rules):
         ch = OutputChannel(P, SobolRule(args.log2n, seed=seed).nodes(4))
-        for direction, grid in (("theta", [0.6, 0.7, 0.8]), ("m", [0.02, 0.05, 0.08])):
+        for direction, grid in (("theta", THETA_GRID), ("m", M_GRID)):
             a_b, _ = trivial_bifurcation(P, ch, direction, grid)
             out[direction].append(a_b)
             print(f"rule {seed}: alpha_b({direction}) = "
                   + ("not bracketed" if a_b is None else f"{a_b:.5f}")
                   + f"  ({time.time() - t0:.0f} s)", flush=True)
+        if args.criticality:
+            sym = OutputChannel(P, flip_symmetrised(ch.nodes))
+            a_b, _ = trivial_bifurcation(P, sym, "theta", THETA_GRID)
+            ratio = SemanticRatio(P, sym)
+            row = {"alpha_b": a_b, "lambda_minus_1": [ratio(a_b, th) for th in CRIT_THETAS]}
+            out["criticality"].append(row)
+            print(f"  rule {seed} (flip-symmetrised): alpha_b = {a_b:.5f}, Lambda - 1 at theta = "
+                  f"{CRIT_THETAS}: {np.round(row['lambda_minus_1'], 4)}", flush=True)
         if args.scan:
             print(f"  rule {seed}: semantic branch at fixed theta (flip-symmetrised rule)")
             sym = OutputChannel(P, flip_symmetrised(ch.nodes))
@@ -101,6 +129,12 @@ def main():
         mu, se = mean_se(found)
         print(f"alpha_b({direction}) = {mu:.5f} +- {se:.1e}  (mean +- standard error over "
               f"{len(found)} of {args.rules} rules of 2^{args.log2n})")
+    if args.criticality:
+        vals = np.array([r["lambda_minus_1"] for r in out["criticality"]], float)
+        for k, th in enumerate(CRIT_THETAS):
+            mu, se = mean_se(vals[np.isfinite(vals[:, k]), k])
+            print(f"Lambda - 1 at alpha_b, theta = {th}: {mu:+.4f} +- {se:.4f}  "
+                  "(> 0: subcritical, a semantic solution below alpha_b)")
     print(f"wall time {time.time() - t0:.0f} s")
 
 

@@ -4,20 +4,21 @@ For every ``omega`` of a grid, one *task* (warm starts along ``alpha`` stay insi
 
 * ``alpha_c`` and ``alpha_l`` on ``n_rules`` scrambled Sobol rules (mean, one standard error
   plus the root-finding bound, as in :mod:`symattn.numerics.thresholds`);
-* where the **semantic** and **positional** branches end below ``alpha_c``, two ways:
-
-  - ``alpha_b_semantic``, ``alpha_b_positional``: where the trivial fixed point's ``theta``
-    (resp. ``m``) eigenvalue crosses one (:func:`symattn.numerics.bifurcation.trivial_bifurcation`,
-    likelihood-ratio derivatives that keep the switching surfaces' terms), on every rule:
-    mean, standard error plus the Brent tolerance.  Sharp.  The branch leaves the trivial
-    point there, so its lowest ``alpha`` is at most ``alpha_b`` (equal if the bifurcation is
-    supercritical; a fold just below it if subcritical).  ``alpha_b_positional`` needs a
-    swap-symmetric ``A`` (``A_11 = A_22``) and is empty otherwise.
-  - ``alpha_spinodal_semantic``, ``alpha_spinodal_positional``: where pseudo-arclength
-    continuation from ``alpha_c`` (:func:`symattn.numerics.continuation.follow_branch`) finds
-    the branch's end on the first rule, a fold or a merge with the trivial point (overlap
-    cosine below 0.05); error: the bracket.  Near the end the overlap is small and the
-    quadrature noise large, so this single-rule estimate is rough (docs/numerics.md).
+* where the **semantic** and **positional** branches end below ``alpha_c``
+  (``alpha_spinodal_semantic``, ``alpha_spinodal_positional``): where the trivial fixed point's
+  ``theta`` (resp. ``m``) eigenvalue crosses one and the branch leaves it
+  (:func:`symattn.numerics.bifurcation.trivial_bifurcation`, likelihood-ratio derivatives
+  that keep the switching surfaces' terms), on every rule: mean, standard error plus the
+  Brent tolerance; kind ``bifurcation``.  The semantic branch approaches this point from above
+  (measured at omega = 0, 0.15, 0.3, 0.45: ``benchmarks/branch_ends.py --criticality``), so it
+  is the branch's end, up to a possible weak subcriticality below the resolution
+  (docs/numerics.md).  For a non-swap-symmetric ``A`` the positional end is the
+  continuation's (fold or merge; first rule; error: the bracket).  The ends found by
+  pseudo-arclength continuation from ``alpha_c`` on the first rule
+  (:func:`symattn.numerics.continuation.follow_branch`) are kept as diagnostics,
+  ``semantic_continuation_end`` and ``positional_continuation_end``: near the end the overlap
+  is small, the continuation's smoothed tangents are biased and the quadrature noise is
+  large, and they lie up to 0.15 below the bifurcation.
 
   Above ``alpha_c`` each branch is followed up to ``alpha_max`` on the first rule, and an end
   found there is reported;
@@ -59,8 +60,7 @@ __all__ = ["PhaseDiagramSettings", "phase_point", "run_phase_diagram", "load_poi
 CSV_COLUMNS = ("omega", "alpha_c", "alpha_c_err", "alpha_l", "alpha_l_err",
                "alpha_spinodal_semantic", "alpha_spinodal_semantic_err", "semantic_end",
                "alpha_spinodal_positional", "alpha_spinodal_positional_err", "positional_end",
-               "alpha_b_semantic", "alpha_b_semantic_err", "alpha_b_positional",
-               "alpha_b_positional_err",
+               "semantic_continuation_end", "positional_continuation_end",
                "trivial_range", "eps_lin", "status", "wall_time")
 
 
@@ -214,21 +214,22 @@ def phase_point(params_dict: dict, omega: float, settings_dict: dict) -> dict:
         [r.alpha_c for r in rules], max((r.alpha_c_step for r in rules), default=0.0))
     out["alpha_l"], out["alpha_l_err"] = _mean_err(
         [r.alpha_l for r in rules], max((r.alpha_l_step for r in rules), default=0.0))
-    for name, ends in (("semantic", sem_ends), ("positional", pos_ends)):
+    # the branch ends: the bifurcations off the trivial point on every rule (the continuation's
+    # end for the positional branch of a non-swap-symmetric A); continuation ends as diagnostics
+    ends_by = {"semantic": b_sem, "positional": b_pos if swap_symmetric else pos_ends}
+    for name, ends in ends_by.items():
         kinds = sorted({e[2] for e in ends})
         a, err = _mean_err([e[0] for e in ends], max((e[1] for e in ends
                                                       if np.isfinite(e[1])), default=0.0))
         out[f"alpha_spinodal_{name}"], out[f"alpha_spinodal_{name}_err"] = a, err
         out[f"{name}_end"] = "/".join(kinds) if kinds else "none"
-    for name, ends in (("semantic", b_sem), ("positional", b_pos)):
-        a, err = _mean_err([e[0] for e in ends], BIFURCATION_XTOL)
-        out[f"alpha_b_{name}"], out[f"alpha_b_{name}_err"] = a, err
-        out[f"alpha_b_{name}_kinds"] = [e[2] for e in ends]
+        out[f"{name}_end_per_rule"] = [list(e) for e in ends]
+    for name, ends in (("semantic", sem_ends), ("positional", pos_ends)):
+        out[f"{name}_continuation_end"] = (f"{ends[0][2]} at {ends[0][0]:.4g} +- {ends[0][1]:.1g}"
+                                           if ends and np.isfinite(ends[0][0]) else "none")
     out["eps_lin"] = linear_baseline_error(params)[0]
     out["rules"] = [{"seed": r.seed, "alpha_c": r.alpha_c, "alpha_l": r.alpha_l,
                      "alpha_l_branch": r.alpha_l_branch} for r in rules]
-    out["semantic_ends"] = [list(e) for e in sem_ends]
-    out["positional_ends"] = [list(e) for e in pos_ends]
     out["curves"] = curves
     out["wall_time"] = time.perf_counter() - t0
     return out

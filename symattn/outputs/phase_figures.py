@@ -67,14 +67,24 @@ def plot_branches(out_dir, omega: float = 0.3) -> list:
 
     # (a) order parameters
     fig, ax = plt.subplots(figsize=(6, 4))
+    a_end = pt.get("alpha_spinodal_semantic", np.nan)
+    a_end = np.nan if a_end is None else a_end
     for rows, a, name, key, col in ((pos, a_p, "positional", "m", "C0"),
                                     (sem, a_s, "semantic", "theta", "C3")):
         y = _arrays(rows, key)
         glob = (a <= ac) if name == "positional" else (a >= ac)
-        ax.plot(a, y, color=col, lw=1, alpha=0.6)
+        # below the semantic branch's end the continuation only follows the tail that the
+        # rule's own quadrature error induces (docs/numerics.md): drawn dotted
+        tail = (a < a_end) if name == "semantic" else np.zeros_like(a, bool)
+        ax.plot(np.where(tail, np.nan, a), y, color=col, lw=1, alpha=0.6)
+        ax.plot(np.where(tail | (np.roll(tail, 1) & ~tail), a, np.nan), y, color=col, lw=1,
+                ls=":", alpha=0.6)
         ax.plot(np.where(glob, a, np.nan), np.where(glob, y, np.nan), color=col, lw=3,
                 label=f"{name} branch: ${'m' if key == 'm' else chr(92) + 'theta'}$")
     ax.plot([], [], color="0.5", lw=3, label="thick: global minimum")
+    if np.isfinite(a_end):
+        ax.axvline(a_end, color="C3", ls="-.", lw=1,
+                   label=rf"semantic branch ends, $\alpha = {a_end:.3f}$")
     marks(ax)
     ax.set_ylabel(r"overlap: $m = p_1\cdot Q/d$, $\theta = \sigma^2 Q\cdot Q^*/d$")
     ax.set_title(rf"order parameters, $\omega = {w:g}$")
@@ -128,10 +138,8 @@ def plot_phase_diagram(out_dir) -> list:
     for key, lab, col, ls in (("alpha_c", r"$\alpha_c$ (equal training loss)", "k", "-"),
                               ("alpha_l", r"$\alpha_l$ ($\varepsilon_g = \varepsilon_{\rm lin}$)",
                                "C2", "-"),
-                              ("alpha_b_semantic", r"$\alpha_b$: trivial point unstable" "\n"
-                               "(semantic branch ends at or below)", "C3", "--"),
-                              ("alpha_spinodal_semantic", "semantic branch's end," "\n"
-                               "continuation, one rule", "C1", ":")):
+                              ("alpha_spinodal_semantic", "end of the semantic branch" "\n"
+                               "(it leaves the trivial point)", "C3", "--")):
         a, e = _arrays(pts, key), _arrays(pts, key + "_err")
         ax.errorbar(a, w, xerr=np.nan_to_num(e), color=col, ls=ls, marker="o", ms=3,
                     capsize=2, label=lab)
@@ -141,7 +149,7 @@ def plot_phase_diagram(out_dir) -> list:
     ax.fill_betweenx(w, ac, xmax, color="C3", alpha=0.08)
     mid = len(w) // 2
     top = max(len(w) - 2, 0)
-    end = _arrays(pts, "alpha_b_semantic")[top]
+    end = _arrays(pts, "alpha_spinodal_semantic")[top]
     x_lab = 0.5 * (end + ac[top]) if np.isfinite(end) else 0.5 * ac[top]
     ax.text(x_lab, w[top], "positional\nglobal\nminimum", ha="center", va="center",
             fontsize=8, color="C0")
