@@ -55,10 +55,10 @@ class ChannelPrecision:
 
     dps: int
     n_nodes: int
-    max_prox_diff: float        #: max |h_double - h_mp| over nodes (chosen minimiser)
-    max_value_diff: float       #: max |M_double - M_mp|
+    max_prox_diff: float        #: max ``|h_double - h_mp|`` over nodes (chosen minimiser)
+    max_value_diff: float       #: max ``|M_double - M_mp|``
     n_selection_flips: int      #: nodes where the two precisions pick different minima
-    min_gap: float              #: smallest |G_2nd - G_best| (mp) among nodes with two minima
+    min_gap: float              #: smallest ``|G_2nd - G_best|`` (mp) among nodes with two minima
     atoms_double: np.ndarray    #: node averages of the atom integrands, then E[M]
     atoms_mp: np.ndarray
     n_not_converged: int        #: mpmath Newton solves that missed the tolerance
