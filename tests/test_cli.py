@@ -76,3 +76,10 @@ def test_thresholds_json_keys(capsys, tmp_path):
     assert {"alpha_c", "alpha_c_err", "alpha_l", "alpha_l_err", "eps_lin"} <= set(data)
     assert data["alpha_c"] < data["alpha_l"]
     assert json.loads(out_file.read_text())["alpha_c"] == data["alpha_c"]
+    # the error bar is the sum of its reported components; the spread of the two rules is
+    # recomputed here from per_rule
+    rules = [r["alpha_c"] for r in data["per_rule"]]
+    budget = data["error_budget"]["alpha_c"]
+    assert budget["integration"] == pytest.approx(abs(rules[0] - rules[1]) / 2, rel=1e-12)
+    assert budget["integration"] + budget["root_finding"] == pytest.approx(data["alpha_c_err"],
+                                                                          rel=1e-12)

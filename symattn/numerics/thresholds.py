@@ -94,6 +94,22 @@ class Thresholds:
         """Mean and standard error over scrambles of each order parameter at ``alpha_c``."""
         return fixed_point_means([getattr(r, branch) for r in self.rules])
 
+    def error_budget(self) -> dict:
+        """The components of ``alpha_c_err`` and ``alpha_l_err`` (their sum).
+
+        ``integration``: one standard error over the scrambles (infinite for a single rule);
+        ``root_finding``: the largest last step of the root finders.  The fixed-point tolerance
+        and floating point contribute ~1e-12 or less at the defaults
+        (``benchmarks/bench_error_budget.py``) and are not included.
+        """
+        out = {}
+        for key, step in (("alpha_c", "alpha_c_step"), ("alpha_l", "alpha_l_step")):
+            se = mean_se([getattr(r, key) for r in self.rules])[1] if len(self.rules) > 1 \
+                else math.inf
+            out[key] = {"integration": se,
+                        "root_finding": max(getattr(r, step) for r in self.rules)}
+        return out
+
     def as_dict(self) -> dict:
         return {"alpha_c": self.alpha_c, "alpha_c_err": self.alpha_c_err,
                 "alpha_l": self.alpha_l, "alpha_l_err": self.alpha_l_err,
@@ -101,6 +117,7 @@ class Thresholds:
                 "params": self.params, "settings": self.settings,
                 "per_rule": [{"seed": r.seed, "alpha_c": r.alpha_c, "alpha_l": r.alpha_l,
                               "alpha_l_branch": r.alpha_l_branch} for r in self.rules],
+                "error_budget": self.error_budget(),
                 "positional_at_alpha_c": self.at_alpha_c("positional"),
                 "semantic_at_alpha_c": self.at_alpha_c("semantic"),
                 "wall_time": self.wall_time}
