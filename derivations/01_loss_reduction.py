@@ -28,17 +28,7 @@ from symattn.model.symbols import attention_matrix_symbols, omega, sigma
 from symattn.symbolic.attention import (Logistic, loss_closed_form_L2_equals_general, loss_general,
                                         loss_L2_closed_form, student_attention, teacher_attention)
 
-if not __debug__:
-    raise SystemExit("run without -O: the identities are checked with assert")
-
-
-def show(title, expr=None, note=""):
-    print(f"\n== {title}")
-    if note:
-        print(note)
-    if expr is not None:
-        print("   " + sp.latex(expr))
-
+from _steps import show  # derivations/_steps.py
 
 def matrix(name):
     return sp.Matrix(2, 2, lambda i, j: sp.Symbol(f"{name}_{i + 1}{j + 1}", real=True))

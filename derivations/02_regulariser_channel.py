@@ -17,45 +17,21 @@ dPsi/dq_hat = V/2, dPsi/dm_hat = m, dPsi/dtheta_hat = theta, dPsi/dV_hat = -q/2.
 Gaussian averages are done here by explicit integration, independently of the library.
 """
 
-import functools
-
 import sympy as sp
 
 from symattn.model.symbols import (CONJUGATES, V, V_hat, lam, m, m_hat, q, q_hat, rho, sigma,
                                    theta, theta_hat)
 from symattn.symbolic.free_energy import derive_saddle_point, prior_channel
 
-if not __debug__:
-    raise SystemExit("run without -O: the identities are checked with assert")
-
-
-def show(title, expr=None, note=""):
-    print(f"\n== {title}")
-    if note:
-        print(note)
-    if expr is not None:
-        print("   " + sp.latex(expr))
-
-
-def same(a, b):
-    return sp.simplify(a - b) == 0
-
+from _steps import show, same, gauss_E  # derivations/_steps.py
 
 g, z, Qw, B = sp.symbols("g z Q B", real=True)
 Qs = sp.sqrt(rho) / sigma * z                      # Q* = (sqrt(rho)/sigma) z, z ~ N(0, 1)
 
 
-@functools.cache
-def moment(k):
-    """E[x^k], x ~ N(0, 1), by integrating against the Gaussian density."""
-    x = sp.Symbol("x", real=True)
-    return sp.integrate(x**k * sp.exp(-x**2 / 2) / sp.sqrt(2 * sp.pi), (x, -sp.oo, sp.oo))
-
-
-def gauss_E(expr):
-    """E over independent g, z ~ N(0, 1) of a polynomial in g, z, monomial by monomial."""
-    poly = sp.Poly(sp.expand(expr), g, z)
-    return sp.simplify(sum(c * moment(a) * moment(b) for (a, b), c in poly.terms()))
+def E_gz(expr):
+    """E over independent g, z ~ N(0, 1) of a polynomial in g, z."""
+    return gauss_E(expr, g, z)
 
 
 Dn = lam + V_hat * sigma**2                          # the effective curvature
@@ -72,7 +48,7 @@ show("d/dQ [-(lambda + V_hat sigma^2) Q^2/2 + Q B] = 0  =>  Q(B) =", Q_opt)
 field = sigma * sp.sqrt(q_hat) * g + m_hat * 1 + theta_hat * sigma**2 * Qs
 max_value = sp.simplify(objective.subs(Qw, Q_opt))
 assert same(max_value, B**2 / (2 * Dn))
-psi = gauss_E(max_value.subs(B, field))
+psi = E_gz(max_value.subs(B, field))
 psi_md = (q_hat * sigma**2 + m_hat**2 + theta_hat**2 * rho * sigma**2) / (2 * Dn)  # MODEL.md Phi
 assert same(psi, psi_md) and same(psi, lib.psi)
 show("max value B^2 / (2(lambda + V_hat sigma^2)), averaged over g and Q*:  Psi_prior =", psi,
@@ -81,7 +57,7 @@ show("max value B^2 / (2(lambda + V_hat sigma^2)), averaged over g and Q*:  Psi_
 
 # -- 3. the weight's moments, against MODEL.md section 4 (first block, typed from the page)
 Qf = Q_opt.subs(B, field)
-moments = {q: gauss_E(sigma**2 * Qf**2), m: gauss_E(1 * Qf), theta: gauss_E(sigma**2 * Qf * Qs),
+moments = {q: E_gz(sigma**2 * Qf**2), m: E_gz(1 * Qf), theta: E_gz(sigma**2 * Qf * Qs),
            V: sigma**2 * sp.diff(Q_opt, B)}
 model_md = {V: sigma**2 / (lam + V_hat * sigma**2),
             m: m_hat / (lam + V_hat * sigma**2),

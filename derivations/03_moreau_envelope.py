@@ -25,17 +25,7 @@ from symattn.model.symbols import V, omega, sigma
 from symattn.symbolic.attention import loss_L2_closed_form
 from symattn.symbolic.moreau import MoreauObjective, Prox, envelope_derivatives
 
-if not __debug__:
-    raise SystemExit("run without -O: the identities are checked with assert")
-
-
-def show(title, expr=None, note=""):
-    print(f"\n== {title}")
-    if note:
-        print(note)
-    if expr is not None:   # drop the argument lists of the abstract functions, for reading
-        print("   " + sp.latex(expr).replace(r"{\left(w_{1},w_{2},h^{*}_{1},h^{*}_{2},V \right)}", ""))
-
+from _steps import show  # derivations/_steps.py
 
 h = sp.symbols("h_1 h_2", real=True)
 w = sp.symbols("w_1 w_2", real=True)

@@ -20,37 +20,16 @@ E[eta_l dM/dh*_l].  After Stein's lemma the coefficient of E[d^2 M / dh*_l^2] is
 E[d^2 M/dw_l dh*_l] = -E[d f_l/dh*_l] = -E[eta_l f_l]/c, is the theta_hat equation.
 """
 
-import functools
-
 import sympy as sp
 
 from symattn.model.symbols import alpha, m, q, rho, theta, theta_hat
 from symattn.symbolic.expectation import Expect
 from symattn.symbolic.free_energy import derive_saddle_point
 
-if not __debug__:
-    raise SystemExit("run without -O: the identities are checked with assert")
-
-
-def show(title, expr=None, note=""):
-    print(f"\n== {title}")
-    if note:
-        print(note)
-    if expr is not None:   # drop the argument list of M, for reading
-        print("   " + sp.latex(expr).replace(r"\left(w_{1}, w_{2}, h^{*}_{1}, h^{*}_{2}, V\right)", ""))
-
-
-def same(a, b):
-    return sp.simplify(a - b) == 0
-
+from _steps import show, same, gauss_E  # derivations/_steps.py
 
 z, a, b = sp.symbols("z a b", real=True)
 density = sp.exp(-z**2 / 2) / sp.sqrt(2 * sp.pi)
-
-
-@functools.cache
-def moment(k):
-    return sp.integrate(z**k * density, (z, -sp.oo, sp.oo))
 
 
 # -- 1. Stein's lemma in one dimension, by explicit integration
@@ -86,16 +65,16 @@ show("E[xi_1 f_1] =", lhs)
 f = w1**2 * hs1 + hs1**3 - 2 * w1 * hs1
 
 
-def gauss_E(expr):
-    poly = sp.Poly(sp.expand(expr.xreplace(nodes.node_map)), xi1, eta1)
-    return sp.simplify(sum(cf * moment(i) * moment(j) for (i, j), cf in poly.terms()))
+def E_node(expr):
+    """E over xi_1, eta_1 of a polynomial in the node symbols, through the node map."""
+    return gauss_E(expr.xreplace(nodes.node_map), xi1, eta1)
 
 
-assert same(gauss_E(eta1 * f), c * gauss_E(sp.diff(f, hs1)))
-assert same(gauss_E(xi1 * f), sp.sqrt(q) * gauss_E(sp.diff(f, w1))
-            + theta / sp.sqrt(q) * gauss_E(sp.diff(f, hs1)))
+assert same(E_node(eta1 * f), c * E_node(sp.diff(f, hs1)))
+assert same(E_node(xi1 * f), sp.sqrt(q) * E_node(sp.diff(f, w1))
+            + theta / sp.sqrt(q) * E_node(sp.diff(f, hs1)))
 show("both hold for f = w_1^2 h*_1 + h*_1^3 - 2 w_1 h*_1, integrated explicitly:  E[eta_1 f] =",
-     gauss_E(eta1 * f))
+     E_node(eta1 * f))
 
 # -- 4. d E[M]/d theta and d E[M]/d q: the d^2 M/dh*^2 terms cancel
 Mh1 = sp.Derivative(M, hs1)

@@ -26,21 +26,7 @@ from symattn.model.symbols import (CONJUGATES, ORDER_PARAMS, V, V_hat, alpha, la
 from symattn.symbolic.expectation import Expect
 from symattn.symbolic.free_energy import derive_saddle_point
 
-if not __debug__:
-    raise SystemExit("run without -O: the identities are checked with assert")
-
-
-def show(title, expr=None, note=""):
-    print(f"\n== {title}")
-    if note:
-        print(note)
-    if expr is not None:   # drop the argument list of M, for reading
-        print("   " + sp.latex(expr).replace(r"\left(w_{1}, w_{2}, h^{*}_{1}, h^{*}_{2}, V\right)", ""))
-
-
-def same(a, b):
-    return sp.simplify(a - b) == 0
-
+from _steps import show, same  # derivations/_steps.py
 
 eq = derive_saddle_point()
 nodes, M, (F1, F2), w, hs = eq.nodes, eq.M, eq.F, eq.w, eq.hs

@@ -27,17 +27,7 @@ from symattn.numerics.quadrature import SobolRule
 from symattn.symbolic.expectation import Expect
 from symattn.symbolic.free_energy import derive_saddle_point
 
-if not __debug__:
-    raise SystemExit("run without -O: the identities are checked with assert")
-
-
-def show(title, expr=None, note=""):
-    print(f"\n== {title}")
-    if note:
-        print(note)
-    if expr is not None:
-        print("   " + sp.latex(expr))
-
+from _steps import show  # derivations/_steps.py
 
 # -- 1. per node: M = loss(prox) + (V/2) sum f_l^2
 P = sp.symbols("P_1 P_2", real=True)

@@ -41,6 +41,7 @@ def test_a_wrong_formula_makes_the_script_fail(tmp_path):
     source = (REPO / "derivations" / "05_saddle_point.py").read_text()
     right = "V_hat: -alpha * E(F1 * xi1 + F2 * xi2) / sp.sqrt(q) + theta * th_hat_md / q}"
     assert source.count(right) == 1
+    (tmp_path / "_steps.py").write_text((REPO / "derivations" / "_steps.py").read_text())
     mutant = tmp_path / "05_mutant.py"
     mutant.write_text(source.replace(right, "V_hat: -alpha * E(F1 * xi1 + F2 * xi2) / sp.sqrt(q)}"))
     r = run(mutant)
