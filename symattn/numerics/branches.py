@@ -31,8 +31,10 @@ __all__ = ["BRANCHES", "Branch", "BranchNotFound", "solve_branch"]
 
 #: normalised overlaps (cosines) below this mean the solve collapsed onto the trivial point:
 #: theta/sqrt(q rho) on the semantic branch, m/sqrt(q) on the positional one.  Quadrature
-#: noise alone gives cosines of order 1e-3 at the trivial point; the branches, which end at
-#: folds with finite overlap (a first-order transition), have cosines of order one.
+#: noise gives cosines of order 1e-3 at the trivial point.  A branch's overlap does go to zero
+#: where it leaves the trivial point (symattn.numerics.bifurcation), so close to that point a
+#: solve may be reported as collapsed although the branch exists; the branch ends are
+#: located by the bifurcation, not by this threshold.
 COLLAPSE = 0.05
 
 

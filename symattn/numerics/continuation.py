@@ -28,8 +28,11 @@ A branch may instead end by merging with the trivial point: the overlap that def
 (``theta`` or ``m``) goes to zero continuously.  The merge is declared where the overlap
 cosine (``theta / sqrt(q rho)``, resp. ``m / sqrt(q)``) falls below ``COLLAPSE = 0.05`` and is
 bracketed by re-stepping with smaller steps (``merge_step`` in scaled arclength); the
-bracket is reported.  This is a documented convention, not a sharp spinodal: at the paper's
-parameters the semantic overlap decays smoothly over a range of ``alpha``.
+bracket is reported.  This is a convention, not a sharp end, and at small overlap it is
+biased: on a rule that is not symmetric under ``eta -> -eta`` the quadrature error acts as a
+field on ``theta`` and the semantic branch tails off below its true end.  The sharp end is
+where the branch leaves the trivial point (:mod:`symattn.numerics.bifurcation`), which is
+what the phase diagram reports.
 """
 
 from __future__ import annotations
