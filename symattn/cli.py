@@ -4,6 +4,7 @@ Usage::
 
     symattn                               the main job: thresholds at the paper's defaults
     symattn thresholds [model options] [--json] [--out FILE]
+                       [--precision {fast,high}] [--high-log2n K] [--high-rules R]
     symattn fixed-point --branch {positional,semantic} --alpha A [model options] [--json]
     symattn simulate --d D --alpha A --start {semantic,positional,random} [--seeds K]
                      [--n-test N] [model options] [--json]
@@ -153,6 +154,14 @@ def build_parser():
     t = sub.add_parser("thresholds", help="alpha_c and alpha_l with error bars")
     _add_model_options(t)
     t.add_argument("--out", type=Path, default=None, help="also write the full JSON here")
+    h = t.add_argument_group("precision (docs: numerics, 'High precision')")
+    h.add_argument("--precision", choices=("fast", "high"), default="fast",
+                   help="fast (default): the scrambles above; high: then refine on large "
+                        "scrambles (about 10 minutes on 2 cores at the defaults)")
+    h.add_argument("--high-log2n", dest="high_log2n", type=_positive_int("high-log2n", 10, 26),
+                   default=None, help="points per large scramble: 2**K (default 20)")
+    h.add_argument("--high-rules", dest="high_rules", type=_positive_int("high-rules", 2, 256),
+                   default=None, help="large scrambles (default 8)")
     f = sub.add_parser("fixed-point", help="one branch's fixed point at one alpha")
     f.add_argument("--branch", required=True, choices=("positional", "semantic"))
     f.add_argument("--alpha", required=True, type=_float("alpha"))
@@ -229,6 +238,8 @@ def cmd_thresholds(args, main_job=False) -> int:
     from .numerics.thresholds import compute_thresholds
     params = _params(args)
     settings = _settings(args)
+    if args.precision != "high" and (args.high_log2n is not None or args.high_rules is not None):
+        raise ParameterError("precision", "--high-log2n and --high-rules need --precision high")
     t0 = time.perf_counter()
     if not args.json:
         print(f"symattn: thresholds for sigma={params.sigma:g}, lambda={params.lam:g}, "
@@ -244,6 +255,8 @@ def cmd_thresholds(args, main_job=False) -> int:
             print(json.dumps({"error": str(exc), "params": params.as_dict()}))
         print(f"symattn: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND
+    if args.precision == "high":
+        return _high_precision(args, params, th, t0, main_job)
     wall = time.perf_counter() - t0
     data = th.as_dict()
     data["wall_time"] = wall
@@ -268,6 +281,60 @@ def cmd_thresholds(args, main_job=False) -> int:
     if out is not None:
         print(f"\nresults written to {out}")
     print(f"took {wall:.1f} s")
+    return 0
+
+
+def _high_progress():
+    """A progress callback for the large scrambles, with an estimate of the time left."""
+    start = time.perf_counter()
+
+    def report(k, n, rule):
+        left = (time.perf_counter() - start) / k * (n - k)
+        print(f"  large rule {k}/{n}: alpha_c = {rule['alpha_c']:.9f}, alpha_l = "
+              f"{rule['alpha_l']:.9f} ({rule['wall_time']:.0f} s; about {left:.0f} s left)",
+              file=sys.stderr, flush=True)
+    return report
+
+
+def _high_precision(args, params, fast, t0, main_job) -> int:
+    """Refine the fast thresholds (``symattn.numerics.precise``) and report them."""
+    from .numerics.precise import HighPrecisionSettings, refine_thresholds
+    from .numerics.thresholds import ThresholdNotFound
+    defaults = HighPrecisionSettings()
+    hp = HighPrecisionSettings(log2_n=args.high_log2n or defaults.log2_n,
+                               n_rules=args.high_rules or defaults.n_rules)
+    if not args.json:
+        print(f"  fast route: alpha_c = {_fmt(fast.alpha_c, fast.alpha_c_err)}, alpha_l = "
+              f"{_fmt(fast.alpha_l, fast.alpha_l_err)}; refining on {hp.n_rules} scrambled "
+              f"Sobol rules of 2^{hp.log2_n} points", file=sys.stderr, flush=True)
+    try:
+        res = refine_thresholds(params, fast, hp,
+                                progress=None if args.json else _high_progress())
+    except ThresholdNotFound as exc:
+        if args.json:
+            print(json.dumps({"error": str(exc), "params": params.as_dict()}))
+        print(f"symattn: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    data = res.as_dict()
+    data["wall_time"] = time.perf_counter() - t0
+    out = args.out if args.out is not None else (DEFAULT_OUT / "thresholds_high.json"
+                                                 if main_job else None)
+    if out is not None:
+        _save(out, data)
+    if args.json:
+        print(json.dumps(data, indent=2, default=float))
+        return 0
+    for key in ("alpha_c", "alpha_l"):
+        b = res.budget[key]
+        print(f"{key} = {getattr(res, key):.9f} +- {getattr(res, key + '_err'):.1e}   "
+              f"(integration {b['integration']:.1e}, root finding {b['root_finding']:.1e}, "
+              f"fixed point {b['fixed_point']:.1e}, floating point {b['floating_point']:.1e})")
+    print(f"eps_lin = {fast.eps_lin:.12f} +- {fast.eps_lin_err:.0e}")
+    print("error bars: the sum of the four parts; integration is one standard error over "
+          "the large scrambles")
+    if out is not None:
+        print(f"\nresults written to {out}")
+    print(f"took {data['wall_time']:.1f} s")
     return 0
 
 

@@ -1,0 +1,55 @@
+"""Convergence table of the high-precision route (``symattn thresholds --precision high``).
+
+The fast route (8 scrambles of 2^14, the main job) runs once; its answer is then refined on
+``--rules`` large scrambles of 2^k points for each k in ``--log2n``.  Printed per k: alpha_c and
+alpha_l with their error bars, the four parts of each error budget, and the wall time.  The
+error bars of successive k should shrink and every pair of rows should agree within them.
+
+    python benchmarks/bench_high_precision.py [--log2n 16,18,20] [--rules 8] [--omega 0.3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from symattn.model import ModelParams
+from symattn.numerics.precise import HighPrecisionSettings, refine_thresholds
+from symattn.numerics.thresholds import ThresholdSettings, compute_thresholds
+
+PARTS = ("integration", "root_finding", "fixed_point", "floating_point")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--log2n", default="16,18,20")
+    ap.add_argument("--rules", type=int, default=8)
+    ap.add_argument("--omega", type=float, default=0.3)
+    args = ap.parse_args()
+    params = ModelParams(omega=args.omega)
+    t0 = time.perf_counter()
+    fast = compute_thresholds(params, ThresholdSettings())
+    print(f"params: {params.as_dict()}")
+    print(f"fast route (8 x 2^14): alpha_c = {fast.alpha_c:.7f} +- {fast.alpha_c_err:.1e}, "
+          f"alpha_l = {fast.alpha_l:.7f} +- {fast.alpha_l_err:.1e}  "
+          f"[{time.perf_counter() - t0:.0f} s]", flush=True)
+    head = " ".join(f"{p[:11]:>11}" for p in PARTS)
+    for k in (int(v) for v in args.log2n.split(",")):
+        t1 = time.perf_counter()
+        hp = HighPrecisionSettings(log2_n=k, n_rules=args.rules)
+        res = refine_thresholds(params, fast, hp)
+        dt = time.perf_counter() - t1
+        print(f"\n{args.rules} x 2^{k}  ({dt:.0f} s)")
+        print(f"  {'':8} {'value':>14} {'error bar':>10} {head}")
+        for key in ("alpha_c", "alpha_l"):
+            b = res.budget[key]
+            parts = " ".join(f"{b[p]:11.1e}" for p in PARTS)
+            print(f"  {key:8} {getattr(res, key):14.9f} {getattr(res, key + '_err'):10.1e} "
+                  f"{parts}")
+        print("  per rule alpha_c: " + " ".join(f"{r['alpha_c']:.8f}" for r in res.per_rule))
+        print("  per rule alpha_l: " + " ".join(f"{r['alpha_l']:.8f}" for r in res.per_rule),
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,417 @@
+r"""High-precision thresholds: the fast route's answer refined on large scrambled rules.
+
+``symattn thresholds --precision high``.  Three facts make this cheap enough to run on a laptop:
+
+1. **The training loss is stationary.**  :math:`\varepsilon_t = -\Phi` and :math:`\Phi` is
+   stationary at a fixed point, so an error :math:`\delta` in the order parameters moves
+   :math:`\varepsilon_t` by :math:`O(\delta^2)`: ``alpha_c`` needs :math:`\mathbb{E}[\mathcal{M}]`
+   (continuous, with kinks only) to high accuracy, the jumping hat integrands only moderately.
+2. **The root in alpha is a Newton step.**  :math:`\mathrm{d}\varepsilon_t/\mathrm{d}\alpha =
+   \mathbb{E}[\mathcal{M}]` at a fixed point, so from the fast route's ``alpha_c`` one step
+   :math:`\alpha_c = \alpha_0 - \Delta(\alpha_0)/\Delta'(\alpha_0)` lands within
+   :math:`|\Delta''|\,(\alpha_c-\alpha_0)^2 / (2|\Delta'|)` of the root; :math:`\Delta''` is
+   measured on the fast rule and that bound is the root-finding term of the error budget.
+3. **A large rule needs few map evaluations.**  The fixed point on a large rule is found by
+   chord iterations :math:`x \leftarrow x - J^{-1}(T(x) - x)` from the fast rule's fixed point,
+   with :math:`J` the fast rule's Jacobian with the selection smoothed over ``jac_eps`` (that
+   width captures, on average, the switching surfaces' contribution to the derivative, which
+   a hard-selection Jacobian misses; measured contraction about 0.1 per step on the positional
+   branch against 0.4 with ``eps = 1e-10``).  Each chord step is one evaluation of the large
+   rule, done in chunks of ``2**chunk_log2`` nodes (cache-sized: 3x faster than one pass).
+
+``alpha_l`` is not stationary (``eps_g`` moves linearly with the order parameters), so there the
+large rule's fixed point is converged until ``eps_g`` stops moving, and the crossing
+:math:`\varepsilon_g = \varepsilon_{\rm lin}` is found by a secant step pair on the large rule.
+
+**Error budget** (every term is reported; the error bar is their sum):
+
+* ``integration``: one standard error of the threshold over the ``n_rules`` large scrambles
+  (each gives an independent, unbiased estimate);
+* ``root_finding``: the Newton-step bound above (``alpha_c``); the last secant correction
+  (``alpha_l``);
+* ``fixed_point``: the change of :math:`\varepsilon_t` difference (resp. ``eps_g``) in the last
+  chord step, divided by the threshold's slope (the remaining chord error is a fraction of it),
+  plus for ``alpha_l`` the bound of the ``eps_g`` quadrature;
+* ``floating_point``: the rounding of the node sums, :math:`u\,\log_2 n` times the summed
+  magnitudes, divided by the slope (``benchmarks/bench_double_precision.py`` measures the whole
+  double-precision effect on the default route at about 6e-15).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ..model.params import ModelParams
+from ..stats import mean_se
+from .branches import BRANCHES, solve_branch
+from .channel import OutputChannel
+from .observables import generalisation_error, linear_baseline_error
+from .quadrature import NodeSet, SobolRule
+from .saddle import SaddlePointMap
+from .thresholds import ThresholdNotFound, Thresholds, default_workers
+
+__all__ = ["HighPrecisionSettings", "ChunkedChannel", "ChannelMeans", "chord_solve",
+           "PreciseThresholds", "refine_thresholds", "NotConverged"]
+
+
+class NotConverged(ThresholdNotFound):
+    """A chord iteration on a large rule did not reach its tolerance."""
+
+
+@dataclass(frozen=True)
+class HighPrecisionSettings:
+    """Settings of the high-precision stage."""
+
+    log2_n: int = 20          #: points per large scramble: 2**log2_n
+    n_rules: int = 8          #: large scrambles (the integration error bar's sample size)
+    seed: int = 1000          #: seed of the first large scramble (fast rules use 0, 1, ...)
+    chunk_log2: int = 14      #: nodes per evaluation chunk: 2**chunk_log2
+    jac_eps: float = 1e-3     #: selection smoothing of the fast rule's chord Jacobian
+    phi_tol: float = 1e-12    #: stop the chord when eps_t (resp. eps_g) moves less than this
+    max_chord: int = 10       #: chord steps allowed per solve
+    root_tol: float = 1e-8    #: bound on the remaining error of the root in alpha
+    max_root_steps: int = 5   #: solves per threshold on one large rule
+    gtol: float = 1e-13       #: prox gradient tolerance
+
+    def __post_init__(self):
+        if not 10 <= self.log2_n <= 26:
+            raise ValueError(f"log2_n must be in [10, 26], got {self.log2_n}")
+        if not 2 <= self.n_rules <= 256:
+            raise ValueError(f"n_rules must be in [2, 256] (one rule has no error bar), "
+                             f"got {self.n_rules}")
+        if not 8 <= self.chunk_log2 <= 26:
+            raise ValueError(f"chunk_log2 must be in [8, 26], got {self.chunk_log2}")
+
+
+@dataclass
+class ChannelMeans:
+    """The averages of :class:`~symattn.numerics.channel.ChannelState` without per-node arrays."""
+
+    x: np.ndarray
+    eps: float
+    means: np.ndarray
+    n_atoms: int
+    n_failed: int
+    n_ties: int
+
+    @property
+    def atoms(self) -> np.ndarray:
+        return self.means[: self.n_atoms]
+
+    @property
+    def E_M(self) -> float:
+        return float(self.means[self.n_atoms])
+
+    @property
+    def E_loss(self) -> float:
+        return float(self.means[self.n_atoms + 1])
+
+
+class ChunkedChannel:
+    """An :class:`~symattn.numerics.channel.OutputChannel` on a large node set, evaluated in
+    chunks (same result as one pass up to the order of summation; no Jacobian)."""
+
+    def __init__(self, params: ModelParams, nodes: NodeSet, chunk: int = 2**14,
+                 gtol: float = 1e-13):
+        self.params = params
+        self.nodes = nodes
+        self.chunk = int(chunk)
+        self.gtol = gtol
+
+    def evaluate(self, x, eps: float = 1e-10) -> ChannelMeans:
+        x = np.asarray(x, float)
+        total, n_failed, n_ties, n_atoms = None, 0, 0, 0
+        pts, wts = self.nodes.points, self.nodes.weights
+        for i in range(0, self.nodes.size, self.chunk):
+            sub = NodeSet(pts[i:i + self.chunk], wts[i:i + self.chunk], self.nodes.label)
+            st = OutputChannel(self.params, sub, gtol=self.gtol).evaluate(x, eps)
+            total = st.means if total is None else total + st.means
+            n_failed += st.n_failed
+            n_ties += st.n_ties
+            n_atoms = st.n_atoms
+        return ChannelMeans(x=x, eps=eps, means=total, n_atoms=n_atoms, n_failed=n_failed,
+                            n_ties=n_ties)
+
+
+def chord_solve(T: SaddlePointMap, x0, free, J, *, watch, tol: float, max_iter: int):
+    """Quasi-Newton iterations ``x <- x - J^{-1} (T(x) - x)`` on the free variables.
+
+    ``J`` starts as the given (fast-rule) Jacobian and gets Broyden's rank-one update after
+    every step.  ``watch(state) -> float`` is the quantity whose convergence matters
+    (``eps_t`` or ``eps_g``); the iteration stops when it moves by at most ``tol`` in one step.
+    Returns ``(state, watched value, last change, steps)``; raises :class:`NotConverged` if
+    ``max_iter`` steps do not get there or a prox solve fails.
+    """
+    free = list(free)
+    J = np.array(J, float)
+
+    def evaluate(x):
+        st = T(x)
+        if st.channel.n_failed:
+            raise NotConverged(f"{st.channel.n_failed} prox solves failed on "
+                               f"{T.channel.nodes.label} at x = {x}")
+        return st
+
+    state = evaluate(np.array(x0, float))
+    value = watch(state)
+    change = math.inf
+    for k in range(1, max_iter + 1):
+        r = state.residual(free)
+        dx = -np.linalg.solve(J, r)
+        x = state.x.copy()
+        x[free] += dx
+        state = evaluate(x)
+        dr = state.residual(free) - r
+        J += np.outer(dr - J @ dx, dx) / float(dx @ dx)
+        new = watch(state)
+        change, value = abs(new - value), new
+        if change <= tol:
+            return state, value, change, k
+    raise NotConverged(f"chord iteration on {T.channel.nodes.label} at alpha = {T.alpha:g}: "
+                       f"last change {change:.1e} > {tol:.0e} after {max_iter} steps")
+
+
+@dataclass
+class PreciseThresholds:
+    """High-precision thresholds with their error budgets; see the module docstring."""
+
+    alpha_c: float
+    alpha_c_err: float
+    alpha_l: float
+    alpha_l_err: float
+    alpha_l_branch: str
+    budget: dict
+    per_rule: list
+    fast: Thresholds = field(repr=False)
+    settings: dict = field(default_factory=dict)
+    wall_time: float = 0.0
+
+    def as_dict(self) -> dict:
+        fast = self.fast.as_dict()
+        return {"precision": "high", "alpha_c": self.alpha_c, "alpha_c_err": self.alpha_c_err,
+                "alpha_l": self.alpha_l, "alpha_l_err": self.alpha_l_err,
+                "alpha_l_branch": self.alpha_l_branch,
+                "eps_lin": fast["eps_lin"], "eps_lin_err": fast["eps_lin_err"],
+                "error_budget": self.budget, "params": fast["params"],
+                "settings": {"high": self.settings, "fast": fast["settings"]},
+                "per_rule": self.per_rule,
+                "fast": {k: fast[k] for k in ("alpha_c", "alpha_c_err", "alpha_l",
+                                              "alpha_l_err", "error_budget", "wall_time")},
+                "wall_time": self.wall_time}
+
+
+def _fast_setup(params, fast: Thresholds, hp: HighPrecisionSettings):
+    """On the fast route's first rule: fixed points and chord Jacobians at the fast estimates,
+    and the curvature ``Delta''`` of the loss difference (for the Newton-step bound)."""
+    r0 = fast.rules[0]
+    ch = OutputChannel(params, SobolRule(fast.settings["log2_n"], r0.seed).nodes(), gtol=hp.gtol)
+    tol = fast.settings["tol"]
+
+    def point(branch, alpha, x0):
+        B = BRANCHES[branch]
+        fp = solve_branch(params, branch, alpha, ch, x0=x0, tol=tol, with_eps_g=False)
+        T = SaddlePointMap(params, alpha, ch, symmetry=B.symmetry)
+        J = T.jacobian(T(fp.x, hp.jac_eps), B.free)
+        return fp, J
+
+    a_c = fast.alpha_c
+    setup = {"alpha_c0": a_c}
+    for b in ("positional", "semantic"):
+        fp, J = point(b, a_c, getattr(r0, b).x)
+        setup[b] = (fp.x, J)
+    # Delta'' = d(E_M^pos - E_M^sem)/d alpha by a central difference on the fast rule
+    h = 0.02 * a_c
+    slopes = []
+    for a in (a_c - h, a_c + h):
+        e = [solve_branch(params, b, a, ch, x0=setup[b][0], tol=tol, with_eps_g=False).E_M
+             for b in ("positional", "semantic")]
+        slopes.append(e[0] - e[1])
+    setup["delta2"] = (slopes[1] - slopes[0]) / (2 * h)
+    setup["alpha_l_branch"] = r0.alpha_l_branch
+    setup["alpha_l0"] = fast.alpha_l
+    if r0.alpha_l_branch in ("semantic", "positional"):
+        b = r0.alpha_l_branch
+        fp, J = point(b, fast.alpha_l, getattr(r0, b).x)
+        setup["alpha_l"] = (fp.x, J)
+    return setup
+
+
+def _eps_g(params, x):
+    return generalisation_error(params, x[0], x[1], x[2], order=32)
+
+
+def _floating_point(values, n):
+    """Rounding of an n-node average: unit roundoff times log2(n) times the magnitudes."""
+    return np.finfo(float).eps / 2 * math.log2(n) * float(np.sum(np.abs(values)))
+
+
+def _solve(params, ch, branch, alpha, x, J, watch, hp, loose=False):
+    """Chord-solve ``branch`` at ``alpha``; a ``loose`` solve (one that only feeds a step in
+    alpha, not the result) stops at ``1000 * phi_tol``."""
+    B = BRANCHES[branch]
+    T = SaddlePointMap(params, alpha, ch, symmetry=B.symmetry)
+    st, value, change, k = chord_solve(T, x, B.free, J, watch=lambda s: watch(T, s),
+                                       tol=hp.phi_tol * (1e3 if loose else 1.0),
+                                       max_iter=hp.max_chord)
+    return T, st, value, change, k
+
+
+def _eps_t(T, state):
+    return -T.phi(state)
+
+
+def _alpha_c_on_rule(params, ch, setup, hp):
+    """Newton in alpha with the slope E_M^pos - E_M^sem, at least two solves.
+
+    The remaining error after a step ``s`` is bounded by
+    ``|s| (|Delta''| |s| / (2 |Delta'|) + e)``: the curvature term plus the relative error
+    ``e`` of the slope (on a finite rule the semantic slope holds up to the integration error,
+    see :class:`~symattn.numerics.saddle.FixedPoint`), measured as the difference between the
+    secant of ``Delta`` and the mean slope over the last two solves.
+    """
+    alpha = setup["alpha_c0"]
+    xs = {b: setup[b][0] for b in ("positional", "semantic")}
+    history, deltas, slopes = [], [], []
+    for it in range(hp.max_root_steps):
+        res = {}
+        for b in ("positional", "semantic"):
+            _, st, eps_t, change, k = _solve(params, ch, b, alpha, xs[b], setup[b][1], _eps_t,
+                                             hp, loose=(it == 0))
+            xs[b] = st.x
+            res[b] = {"eps_t": eps_t, "E_M": st.channel.E_M, "change": change,
+                      "chord_steps": k, "x": st.x.tolist()}
+        history.append(alpha)
+        deltas.append(res["positional"]["eps_t"] - res["semantic"]["eps_t"])
+        slopes.append(res["positional"]["E_M"] - res["semantic"]["E_M"])
+        step = deltas[-1] / slopes[-1]
+        if it > 0:
+            secant = (deltas[-1] - deltas[-2]) / (history[-1] - history[-2])
+            e = abs(secant - 0.5 * (slopes[-1] + slopes[-2])) / abs(slopes[-1])
+            bound = abs(step) * (abs(setup["delta2"]) * abs(step) / (2 * abs(slopes[-1])) + e)
+            if bound <= hp.root_tol:
+                break
+        alpha -= step
+    else:
+        raise NotConverged(f"alpha_c: Newton bound {bound:.1e} > {hp.root_tol:.0e} after "
+                           f"{hp.max_root_steps} solves on {ch.nodes.label}")
+    slope = slopes[-1]
+    return {"alpha_c": alpha - step, "alpha_c_root_bound": bound,
+            "alpha_c_fixed_point": (res["positional"]["change"] + res["semantic"]["change"])
+            / abs(slope),
+            "alpha_c_floating_point": _floating_point(
+                [res[b][k] for b in res for k in ("eps_t", "E_M")], ch.nodes.size) / abs(slope),
+            "alpha_c_steps": history, "delta": deltas[-1], "delta_slope": slope,
+            "slope_relative_error": e, "at_alpha_c": res}
+
+
+def _alpha_l_on_rule(params, ch, setup, hp, eps_lin):
+    """Newton then secant steps in alpha on eps_g - eps_lin.  The first slope comes from the
+    implicit function theorem with the fast Jacobian, later ones are secants; the bound on
+    the remaining error is the last correction times the relative change of the slope
+    estimate, and the steps stop when it is below root_tol."""
+    branch = setup["alpha_l_branch"]
+    B = BRANCHES[branch]
+    x, J = setup["alpha_l"]
+    alpha = setup["alpha_l0"]
+    alphas, gs, slopes, changes, quad = [], [], [], [], 0.0
+
+    def watch(T, s):
+        return _eps_g(params, s.x)[0]
+
+    for _ in range(hp.max_root_steps):
+        T, st, eg, change, k = _solve(params, ch, branch, alpha, x, J, watch, hp,
+                                      loose=not alphas)
+        quad = max(quad, _eps_g(params, st.x)[1])
+        x = st.x
+        alphas.append(alpha)
+        gs.append(eg - eps_lin)
+        changes.append(change)
+        dx = np.zeros(4)
+        dx[list(B.free)] = -np.linalg.solve(J, T.alpha_derivative(st, B.free))
+        if len(alphas) == 1 or abs(alphas[-1] - alphas[-2]) < 1e-6 * abs(alpha):
+            h = 1e-6 * np.maximum(np.abs(x), 1e-3)
+            grad = np.array([(_eps_g(params, x + h[i] * np.eye(4)[i])[0]
+                              - _eps_g(params, x - h[i] * np.eye(4)[i])[0]) / (2 * h[i])
+                             for i in range(4)])
+            slopes.append(float(grad @ dx))
+        else:
+            slopes.append((gs[-1] - gs[-2]) / (alphas[-1] - alphas[-2]))
+        corr = -gs[-1] / slopes[-1]
+        bound = (abs(corr) * abs(slopes[-1] - slopes[-2]) / abs(slopes[-1])
+                 if len(slopes) > 1 else math.inf)
+        if bound <= hp.root_tol:
+            break
+        x = x + dx * corr
+        alpha += corr
+    else:
+        raise NotConverged(f"alpha_l: bound {bound:.1e} > {hp.root_tol:.0e} after "
+                           f"{hp.max_root_steps} steps on {ch.nodes.label}")
+    return {"alpha_l": alpha + corr, "alpha_l_root_bound": bound,
+            "alpha_l_fixed_point": (changes[-1] + quad) / abs(slopes[-1]),
+            "alpha_l_floating_point": _floating_point([gs[-1] + eps_lin], ch.nodes.size)
+            / abs(slopes[-1]),
+            "alpha_l_steps": alphas, "alpha_l_g": gs}
+
+
+def _large_rule_task(args):
+    """One large scramble: alpha_c and alpha_l on it."""
+    params, hp, seed, setup, eps_lin = args
+    t0 = time.perf_counter()
+    nodes = SobolRule(hp.log2_n, seed).nodes()
+    ch = ChunkedChannel(params, nodes, chunk=2**hp.chunk_log2, gtol=hp.gtol)
+    out = {"seed": seed, **_alpha_c_on_rule(params, ch, setup, hp)}
+    if setup["alpha_l_branch"] in ("semantic", "positional"):
+        out.update(_alpha_l_on_rule(params, ch, setup, hp, eps_lin))
+    else:   # eps_g of the global minimum jumps below eps_lin at alpha_c
+        out.update({"alpha_l": out["alpha_c"]}, **{
+            "alpha_l_" + k: out["alpha_c_" + k]
+            for k in ("root_bound", "fixed_point", "floating_point")})
+    out["wall_time"] = time.perf_counter() - t0
+    return out
+
+
+def refine_thresholds(params: ModelParams, fast: Thresholds,
+                      hp: HighPrecisionSettings = HighPrecisionSettings(),
+                      executor: Executor | None = None, progress=None) -> PreciseThresholds:
+    """Refine the fast route's ``alpha_c`` and ``alpha_l`` on ``hp.n_rules`` large scrambles.
+
+    ``progress(k, n, record)`` is called as each large scramble finishes.  Raises
+    :class:`NotConverged` (a :class:`~symattn.numerics.thresholds.ThresholdNotFound`) if a
+    chord iteration fails: no number is returned for an unconverged solve.
+    """
+    t0 = time.perf_counter()
+    setup = _fast_setup(params, fast, hp)
+    eps_lin, _ = linear_baseline_error(params)
+    tasks = [(params, hp, hp.seed + k, setup, eps_lin) for k in range(hp.n_rules)]
+    own = executor is None
+    ex = executor or ProcessPoolExecutor(max_workers=default_workers())
+    rules = []
+    try:
+        for k, r in enumerate(ex.map(_large_rule_task, tasks), start=1):
+            rules.append(r)
+            if progress:
+                progress(k, hp.n_rules, r)
+    finally:
+        if own:
+            ex.shutdown()
+    budget = {}
+    values = {}
+    for key in ("alpha_c", "alpha_l"):
+        mean, se = mean_se([r[key] for r in rules])
+        parts = {"integration": se,
+                 "root_finding": max(r[key + "_root_bound"] for r in rules),
+                 "fixed_point": max(r[key + "_fixed_point"] for r in rules),
+                 "floating_point": max(r[key + "_floating_point"] for r in rules)}
+        budget[key] = parts
+        values[key] = (mean, sum(parts.values()))
+    return PreciseThresholds(alpha_c=values["alpha_c"][0], alpha_c_err=values["alpha_c"][1],
+                             alpha_l=values["alpha_l"][0], alpha_l_err=values["alpha_l"][1],
+                             alpha_l_branch=setup["alpha_l_branch"], budget=budget,
+                             per_rule=[{k: v for k, v in r.items()} for r in rules], fast=fast,
+                             settings={**asdict(hp), "delta2": setup["delta2"]},
+                             wall_time=time.perf_counter() - t0)

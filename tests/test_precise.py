@@ -1,0 +1,132 @@
+"""The high-precision stage (symattn.numerics.precise, ``thresholds --precision high``).
+
+The references are independent algorithms on the same node set: a one-pass channel for the
+chunked one, and the fast route's own Newton solver (``thresholds_on_nodes``: Newton on the
+fixed point with the smoothed Jacobian, Newton in alpha) for the chord/Newton/secant stage run
+on the same rule.  Sizes are small (2^11 to 2^13 points); the physics is not the point here.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from symattn.cli import main
+from symattn.numerics.branches import BRANCHES, solve_branch
+from symattn.numerics.channel import OutputChannel
+from symattn.numerics.precise import (ChunkedChannel, HighPrecisionSettings, NotConverged,
+                                      _fast_setup, _large_rule_task, chord_solve)
+from symattn.numerics.quadrature import SobolRule
+from symattn.numerics.saddle import SaddlePointMap
+from symattn.numerics.thresholds import (ThresholdSettings, compute_thresholds,
+                                         thresholds_on_nodes)
+from symattn.numerics.observables import linear_baseline_error
+
+
+def test_chunked_channel_is_the_one_pass_channel(paper_params, sobol12_channel):
+    """Same nodes, same prox: the averages may differ only by the order of summation."""
+    x = np.array([0.08, 0.0, 0.11, 18.0])
+    one = sobol12_channel.evaluate(x)
+    chunked = ChunkedChannel(paper_params, sobol12_channel.nodes, chunk=2**9).evaluate(x)
+    assert chunked.n_failed == one.n_failed == 0
+    np.testing.assert_allclose(chunked.means, one.means, rtol=1e-13, atol=1e-17)
+    assert chunked.E_M == pytest.approx(one.E_M, rel=1e-13)
+
+
+def test_training_loss_is_stationary_at_a_fixed_point(paper_params, sobol12_channel):
+    """The premise of the route: moving the order parameters by t from the positional fixed
+    point changes eps_t = -Phi by O(t^2), not O(t).  Doubling t must multiply the change by
+    about four (a first-order term would give two); 3 to 5 allows for the cubic term and
+    for nodes switching minimiser along the way."""
+    fp = solve_branch(paper_params, "positional", 1.3, sobol12_channel, tol=1e-12,
+                      with_eps_g=False)
+    T = SaddlePointMap(paper_params, 1.3, sobol12_channel, symmetry="eta_flip")
+    direction = np.array([0.3, 1.0, 0.0, 40.0]) * 1e-3    # free: q, m, V
+    changes = [abs(-T.phi(T(fp.x + t * direction)) - fp.eps_t) for t in (1.0, 2.0)]
+    assert 3.0 < changes[1] / changes[0] < 5.0
+
+
+def test_chord_solve_reaches_the_newton_fixed_point(paper_params, sobol12_channel):
+    """Chord with the fast Jacobian from 1e-3 away lands on the fixed point that the fast
+    route's Newton solver finds on the same rule; eps_t agrees to 1e-12 (both stop there)."""
+    fp = solve_branch(paper_params, "semantic", 1.3, sobol12_channel, tol=1e-12,
+                      with_eps_g=False)
+    B = BRANCHES["semantic"]
+    T = SaddlePointMap(paper_params, 1.3, sobol12_channel, symmetry=B.symmetry)
+    J = T.jacobian(T(fp.x, 1e-3), B.free)
+    x0 = fp.x * (1 + 1e-3)
+    x0[1] = 0.0
+    st, eps_t, change, k = chord_solve(T, x0, B.free, J, watch=lambda s: -T.phi(s),
+                                       tol=1e-14, max_iter=20)
+    assert eps_t == pytest.approx(fp.eps_t, abs=1e-12)
+    np.testing.assert_allclose(st.x, fp.x, rtol=1e-7)
+    assert change <= 1e-14 and k >= 2
+
+
+def test_chord_solve_that_cannot_converge_says_so(paper_params, sobol12_channel):
+    """One step with a Jacobian that is 50% wrong cannot reach 1e-15: NotConverged, no value."""
+    B = BRANCHES["positional"]
+    T = SaddlePointMap(paper_params, 1.3, sobol12_channel, symmetry=B.symmetry)
+    J = -np.eye(3) * 1.5
+    with pytest.raises(NotConverged, match="after 1 steps"):
+        chord_solve(T, [0.05, 0.25, 0.0, 15.0], B.free, J, watch=lambda s: -T.phi(s),
+                    tol=1e-15, max_iter=1)
+
+
+@pytest.fixture(scope="module")
+def fast_small(paper_params):
+    return compute_thresholds(paper_params, ThresholdSettings(log2_n=11, n_rules=2))
+
+
+@pytest.mark.slow
+def test_large_rule_stage_finds_the_roots_of_that_rule(paper_params, fast_small):
+    """On one 2^13 rule, the high-precision stage (chord solves from the fast 2^11 route's
+    points, Newton then secant in alpha) and the fast route's solver run directly on that rule
+    must find the same alpha_c and alpha_l: the integration error is the same, so they may
+    differ only by the two solvers' own bounds (the stage's root-finding and fixed-point parts,
+    the direct solver's last Newton step / Brent bound and its 1e-10 residual tolerance, which
+    moves alpha_c by ~1e-10 / |Delta'| x |eps_t gradient| < 1e-7)."""
+    hp = HighPrecisionSettings(log2_n=13, n_rules=2, seed=77, chunk_log2=11)
+    setup = _fast_setup(paper_params, fast_small, hp)
+    eps_lin, _ = linear_baseline_error(paper_params)
+    stage = _large_rule_task((paper_params, hp, 77, setup, eps_lin))
+    direct = thresholds_on_nodes(paper_params, SobolRule(13, 77).nodes(),
+                                 ThresholdSettings(log2_n=13), seed=77,
+                                 alpha0=fast_small.alpha_c)
+    for key in ("alpha_c", "alpha_l"):
+        bound = (stage[key + "_root_bound"] + stage[key + "_fixed_point"]
+                 + getattr(direct, key + "_step") + 1e-7)
+        assert abs(stage[key] - getattr(direct, key)) <= bound, key
+    assert len(stage["alpha_c_steps"]) >= 2     # the slope error is measured, not assumed
+
+
+@pytest.mark.slow
+def test_cli_precision_high_json(tmp_path, capsys):
+    """Small sizes end to end: the error bar is the sum of its four parts, the large rules'
+    answer lies within the fast route's error bar widened to three standard errors, and the
+    JSON is written to --out."""
+    out = tmp_path / "th.json"
+    rc = main(["thresholds", "--log2n", "11", "--rules", "2", "--precision", "high",
+               "--high-log2n", "13", "--high-rules", "2", "--json", "--out", str(out)])
+    assert rc == 0
+    data = json.loads(capsys.readouterr().out)
+    assert json.loads(out.read_text())["alpha_c"] == data["alpha_c"]
+    assert data["precision"] == "high"
+    for key in ("alpha_c", "alpha_l"):
+        parts = data["error_budget"][key]
+        assert set(parts) == {"integration", "root_finding", "fixed_point", "floating_point"}
+        assert data[key + "_err"] == pytest.approx(sum(parts.values()), rel=1e-12)
+        assert abs(data[key] - data["fast"][key]) <= 3 * (data["fast"][key + "_err"]
+                                                          + data[key + "_err"])
+    assert len(data["per_rule"]) == 2
+
+
+def test_cli_high_options_need_precision_high(capsys):
+    assert main(["thresholds", "--high-rules", "4"]) == 2
+    assert "need --precision high" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kwargs", [{"log2_n": 9}, {"n_rules": 1}, {"chunk_log2": 27}])
+def test_settings_refuse_bad_values(kwargs):
+    with pytest.raises(ValueError):
+        HighPrecisionSettings(**kwargs)
