@@ -5,6 +5,7 @@ Usage::
     symattn                               the main job: thresholds at the paper's defaults
     symattn thresholds [model options] [--json] [--out FILE]
                        [--precision {fast,high}] [--high-log2n K] [--high-rules R]
+                       [--second-route-orders N1,N2,N3|none]
     symattn fixed-point --branch {positional,semantic} --alpha A [model options] [--json]
     symattn simulate --d D --alpha A --start {semantic,positional,random} [--seeds K]
                      [--n-test N] [model options] [--json]
@@ -107,6 +108,16 @@ def _list(name, conv):
     return parse
 
 
+def _second_orders(text):
+    if text.strip().lower() == "none":
+        return ()
+    orders = _list("second-route-orders", _positive_int("order", 2, 64))(text)
+    if len(orders) < 3:
+        raise argparse.ArgumentTypeError("second-route-orders: give three or more orders, "
+                                         f"or 'none'; got {text!r}")
+    return orders
+
+
 def _alpha_item(text):
     return check_alpha(_float("alpha")(text))
 
@@ -162,6 +173,10 @@ def build_parser():
                    default=None, help="points per large scramble: 2**K (default 20)")
     h.add_argument("--high-rules", dest="high_rules", type=_positive_int("high-rules", 2, 256),
                    default=None, help="large scrambles (default 8)")
+    h.add_argument("--second-route-orders", dest="second_orders", default=None,
+                   type=_second_orders, metavar="N1,N2,N3|none",
+                   help="Gauss-Hermite outer orders of the second route for alpha_c (default "
+                        "16,20,24; 'none' skips it)")
     f = sub.add_parser("fixed-point", help="one branch's fixed point at one alpha")
     f.add_argument("--branch", required=True, choices=("positional", "semantic"))
     f.add_argument("--alpha", required=True, type=_float("alpha"))
@@ -238,8 +253,10 @@ def cmd_thresholds(args, main_job=False) -> int:
     from .numerics.thresholds import compute_thresholds
     params = _params(args)
     settings = _settings(args)
-    if args.precision != "high" and (args.high_log2n is not None or args.high_rules is not None):
-        raise ParameterError("precision", "--high-log2n and --high-rules need --precision high")
+    if args.precision != "high" and (args.high_log2n is not None or args.high_rules is not None
+                                     or args.second_orders is not None):
+        raise ParameterError("precision", "--high-log2n, --high-rules and --second-route-orders "
+                                          "need --precision high")
     t0 = time.perf_counter()
     if not args.json:
         print(f"symattn: thresholds for sigma={params.sigma:g}, lambda={params.lam:g}, "
@@ -298,19 +315,24 @@ def _high_progress():
 
 def _high_precision(args, params, fast, t0, main_job) -> int:
     """Refine the fast thresholds (``symattn.numerics.precise``) and report them."""
+    from .numerics.branches import BranchNotFound
     from .numerics.precise import HighPrecisionSettings, refine_thresholds
     from .numerics.thresholds import ThresholdNotFound
     defaults = HighPrecisionSettings()
-    hp = HighPrecisionSettings(log2_n=args.high_log2n or defaults.log2_n,
-                               n_rules=args.high_rules or defaults.n_rules)
+    hp = HighPrecisionSettings(
+        log2_n=args.high_log2n or defaults.log2_n, n_rules=args.high_rules or defaults.n_rules,
+        confirm_orders=(defaults.confirm_orders if args.second_orders is None
+                        else tuple(args.second_orders)))
     if not args.json:
         print(f"  fast route: alpha_c = {_fmt(fast.alpha_c, fast.alpha_c_err)}, alpha_l = "
               f"{_fmt(fast.alpha_l, fast.alpha_l_err)}; refining on {hp.n_rules} scrambled "
               f"Sobol rules of 2^{hp.log2_n} points", file=sys.stderr, flush=True)
     try:
         res = refine_thresholds(params, fast, hp,
-                                progress=None if args.json else _high_progress())
-    except ThresholdNotFound as exc:
+                                progress=None if args.json else _high_progress(),
+                                note=None if args.json else
+                                (lambda text: print(f"  {text}", file=sys.stderr, flush=True)))
+    except (ThresholdNotFound, BranchNotFound) as exc:
         if args.json:
             print(json.dumps({"error": str(exc), "params": params.as_dict()}))
         print(f"symattn: {exc}", file=sys.stderr)
@@ -332,6 +354,13 @@ def _high_precision(args, params, fast, t0, main_job) -> int:
     print(f"eps_lin = {fast.eps_lin:.12f} +- {fast.eps_lin_err:.0e}")
     print("error bars: the sum of the four parts; integration is one standard error over "
           "the large scrambles")
+    second = res.second_route
+    if second is not None:
+        verdict = "agree" if second["agrees"] else "DISAGREE"
+        print(f"\nsecond route (line preintegration, Gauss-Hermite outer order "
+              f"{second['table'][-2]['outer_order']}): alpha_c = "
+              f"{second['alpha_c']:.9f} +- {second['alpha_c_err']:.1e}; the two routes {verdict} "
+              "within their error bars")
     if out is not None:
         print(f"\nresults written to {out}")
     print(f"took {data['wall_time']:.1f} s")

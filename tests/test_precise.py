@@ -13,14 +13,23 @@ import pytest
 
 from symattn.cli import main
 from symattn.numerics.branches import BRANCHES, solve_branch
-from symattn.numerics.channel import OutputChannel
-from symattn.numerics.precise import (ChunkedChannel, HighPrecisionSettings, NotConverged,
-                                      _fast_setup, _large_rule_task, chord_solve)
+from symattn.numerics.observables import linear_baseline_error
+from symattn.numerics.precise import (
+    confirm_alpha_c,
+    ChunkedChannel,
+    HighPrecisionSettings,
+    NotConverged,
+    _fast_setup,
+    _large_rule_task,
+    chord_solve,
+)
 from symattn.numerics.quadrature import SobolRule
 from symattn.numerics.saddle import SaddlePointMap
-from symattn.numerics.thresholds import (ThresholdSettings, compute_thresholds,
-                                         thresholds_on_nodes)
-from symattn.numerics.observables import linear_baseline_error
+from symattn.numerics.thresholds import (
+    ThresholdSettings,
+    compute_thresholds,
+    thresholds_on_nodes,
+)
 
 
 def test_chunked_channel_is_the_one_pass_channel(paper_params, sobol12_channel):
@@ -107,7 +116,8 @@ def test_cli_precision_high_json(tmp_path, capsys):
     JSON is written to --out."""
     out = tmp_path / "th.json"
     rc = main(["thresholds", "--log2n", "11", "--rules", "2", "--precision", "high",
-               "--high-log2n", "13", "--high-rules", "2", "--json", "--out", str(out)])
+               "--high-log2n", "13", "--high-rules", "2", "--second-route-orders", "4,6,8",
+               "--json", "--out", str(out)])
     assert rc == 0
     data = json.loads(capsys.readouterr().out)
     assert json.loads(out.read_text())["alpha_c"] == data["alpha_c"]
@@ -119,6 +129,31 @@ def test_cli_precision_high_json(tmp_path, capsys):
         assert abs(data[key] - data["fast"][key]) <= 3 * (data["fast"][key + "_err"]
                                                           + data[key + "_err"])
     assert len(data["per_rule"]) == 2
+    second = data["second_route"]
+    assert [r["outer_order"] for r in second["table"]] == [4, 6, 8, 8]
+    assert second["agrees"] == (abs(second["alpha_c"] - data["alpha_c"])
+                                <= second["alpha_c_err"] + data["alpha_c_err"])
+
+
+@pytest.mark.slow
+def test_second_route_does_not_inherit_the_scrambles_errors(paper_params, fast_small):
+    """The second route is evaluated at one large scramble's fixed points, which (eps_t being
+    stationary) should enter only at second order.  So run from two different scrambles it
+    must give nearly the same alpha_c, although the two scrambles' own alpha_c differ by
+    their integration error: the spread must shrink at least tenfold (measured: 1.4e-3 against
+    4.9e-6 on these 2^12 scrambles).
+    """
+    hp = HighPrecisionSettings(log2_n=12, n_rules=2, confirm_orders=(4, 6, 8),
+                               confirm_cells=(28, 56))
+    setup = _fast_setup(paper_params, fast_small, hp)
+    eps_lin, _ = linear_baseline_error(paper_params)
+    rules = [_large_rule_task((paper_params, hp, seed, setup, eps_lin)) for seed in (5, 6)]
+    second = [confirm_alpha_c(paper_params, r, hp) for r in rules]
+    spread_a = abs(rules[0]["alpha_c"] - rules[1]["alpha_c"])
+    spread_b = abs(second[0]["alpha_c"] - second[1]["alpha_c"])
+    print(f"scrambles differ by {spread_a:.1e}, second route by {spread_b:.1e}")
+    assert spread_a > 1e-4          # 2^12 scrambles do differ at this level
+    assert spread_b < 0.1 * spread_a
 
 
 def test_cli_high_options_need_precision_high(capsys):
@@ -126,7 +161,8 @@ def test_cli_high_options_need_precision_high(capsys):
     assert "need --precision high" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("kwargs", [{"log2_n": 9}, {"n_rules": 1}, {"chunk_log2": 27}])
+@pytest.mark.parametrize("kwargs", [{"log2_n": 9}, {"n_rules": 1}, {"chunk_log2": 27},
+                                    {"confirm_orders": (20, 24)}])
 def test_settings_refuse_bad_values(kwargs):
     with pytest.raises(ValueError):
         HighPrecisionSettings(**kwargs)

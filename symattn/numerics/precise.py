@@ -55,8 +55,16 @@ from .quadrature import NodeSet, SobolRule
 from .saddle import SaddlePointMap
 from .thresholds import ThresholdNotFound, Thresholds, default_workers
 
-__all__ = ["HighPrecisionSettings", "ChunkedChannel", "ChannelMeans", "chord_solve",
-           "PreciseThresholds", "refine_thresholds", "NotConverged"]
+__all__ = [
+    "ChannelMeans",
+    "ChunkedChannel",
+    "HighPrecisionSettings",
+    "NotConverged",
+    "PreciseThresholds",
+    "chord_solve",
+    "confirm_alpha_c",
+    "refine_thresholds",
+]
 
 
 class NotConverged(ThresholdNotFound):
@@ -76,6 +84,12 @@ class HighPrecisionSettings:
     max_chord: int = 10       #: chord steps allowed per solve
     root_tol: float = 1e-8    #: bound on the remaining error of the root in alpha
     max_root_steps: int = 5   #: solves per threshold on one large rule
+    #: second route for alpha_c (line preintegration with a Gauss-Hermite outer rule):
+    #: outer orders (the spread of the results over the last three is the convergence term
+    #: of its error bar) and the numbers of line cells (the last gives the switch-detection
+    #: term); () to skip it
+    confirm_orders: tuple = (16, 20, 24)
+    confirm_cells: tuple = (56, 112)
     gtol: float = 1e-13       #: prox gradient tolerance
 
     def __post_init__(self):
@@ -86,6 +100,10 @@ class HighPrecisionSettings:
                              f"got {self.n_rules}")
         if not 8 <= self.chunk_log2 <= 26:
             raise ValueError(f"chunk_log2 must be in [8, 26], got {self.chunk_log2}")
+        if self.confirm_orders and (len(self.confirm_orders) < 3 or len(self.confirm_cells) < 2
+                                    or min(self.confirm_orders) < 2):
+            raise ValueError("the second route needs three outer orders >= 2 and two cell "
+                             f"counts (got {self.confirm_orders}, {self.confirm_cells})")
 
 
 @dataclass
@@ -167,7 +185,8 @@ def chord_solve(T: SaddlePointMap, x0, free, J, *, watch, tol: float, max_iter: 
         x[free] += dx
         state = evaluate(x)
         dr = state.residual(free) - r
-        J += np.outer(dr - J @ dx, dx) / float(dx @ dx)
+        if dx @ dx > 0:
+            J += np.outer(dr - J @ dx, dx) / float(dx @ dx)
         new = watch(state)
         change, value = abs(new - value), new
         if change <= tol:
@@ -190,6 +209,7 @@ class PreciseThresholds:
     fast: Thresholds = field(repr=False)
     settings: dict = field(default_factory=dict)
     wall_time: float = 0.0
+    second_route: dict | None = None
 
     def as_dict(self) -> dict:
         fast = self.fast.as_dict()
@@ -199,7 +219,7 @@ class PreciseThresholds:
                 "eps_lin": fast["eps_lin"], "eps_lin_err": fast["eps_lin_err"],
                 "error_budget": self.budget, "params": fast["params"],
                 "settings": {"high": self.settings, "fast": fast["settings"]},
-                "per_rule": self.per_rule,
+                "per_rule": self.per_rule, "second_route": self.second_route,
                 "fast": {k: fast[k] for k in ("alpha_c", "alpha_c_err", "alpha_l",
                                               "alpha_l_err", "error_budget", "wall_time")},
                 "wall_time": self.wall_time}
@@ -324,7 +344,7 @@ def _alpha_l_on_rule(params, ch, setup, hp, eps_lin):
         return _eps_g(params, s.x)[0]
 
     for _ in range(hp.max_root_steps):
-        T, st, eg, change, k = _solve(params, ch, branch, alpha, x, J, watch, hp,
+        T, st, eg, change, _ = _solve(params, ch, branch, alpha, x, J, watch, hp,
                                       loose=not alphas)
         quad = max(quad, _eps_g(params, st.x)[1])
         x = st.x
@@ -375,12 +395,83 @@ def _large_rule_task(args):
     return out
 
 
+def _preintegrated_E_M(args):
+    params, x, order, cells = args
+    from .preintegration import LineRule, PreintegratedChannel, gauss_hermite_outer
+    t0 = time.perf_counter()
+    ch = PreintegratedChannel(params, LineRule(cells=cells), outer=gauss_hermite_outer(order),
+                              chunk=256)
+    st = ch.evaluate(x)
+    if st.n_failed:
+        raise NotConverged(f"line preintegration: {st.n_failed} prox solves failed")
+    return {"E_M": st.E_M, "switches": ch.last_stats["switches"],
+            "wall_time": time.perf_counter() - t0}
+
+
+def confirm_alpha_c(params: ModelParams, rule: dict, hp: HighPrecisionSettings,
+                    executor: Executor | None = None) -> dict:
+    r"""``alpha_c`` by a second route: :math:`\mathbb{E}[\mathcal{M}]` by line
+    preintegration (:mod:`~symattn.numerics.preintegration`) on a Gauss-Hermite outer rule.
+
+    It is evaluated at the fixed points of one large scramble (``rule``, a record of
+    :func:`refine_thresholds`): because :math:`\varepsilon_t` is stationary there, those
+    fixed points enter only at second order, and the leading error is that of
+    :math:`\mathbb{E}[\mathcal{M}]`, which this route integrates independently of the
+    scrambles.  With :math:`\alpha` the scramble's last solve,
+    :math:`\Delta_B = \Delta + \alpha[(E_B - E)_{\rm pos} - (E_B - E)_{\rm sem}]` and
+    :math:`\alpha_c = \alpha - \Delta_B/(E_{B,\rm pos} - E_{B,\rm sem})`.
+
+    Its error bar is the spread (max - min) of the results over the last three outer orders
+    plus the change from the finer line cells (switching points missed by the coarser
+    detection grid).  The spread, not the last change: the outer integrand is not smooth
+    where switching points appear, and the convergence in the order is erratic (measured at
+    the 1e-8 level in ``E[M]``, ``benchmarks/bench_preintegration.py``), so one difference can
+    understate the error.
+    """
+    t0 = time.perf_counter()
+    alpha = rule["alpha_c_steps"][-1]
+    at = rule["at_alpha_c"]
+    configs = [(o, hp.confirm_cells[0]) for o in hp.confirm_orders]
+    configs.append((hp.confirm_orders[-1], hp.confirm_cells[-1]))
+    tasks = [(params, np.array(at[b]["x"]), o, c) for o, c in configs
+             for b in ("positional", "semantic")]
+    own = executor is None
+    ex = executor or ProcessPoolExecutor(max_workers=default_workers())
+    try:
+        out = list(ex.map(_preintegrated_E_M, tasks))
+    finally:
+        if own:
+            ex.shutdown()
+    table = []
+    for i, (o, c) in enumerate(configs):
+        e_pos, e_sem = out[2 * i]["E_M"], out[2 * i + 1]["E_M"]
+        delta = rule["delta"] + alpha * ((e_pos - at["positional"]["E_M"])
+                                         - (e_sem - at["semantic"]["E_M"]))
+        table.append({"outer_order": o, "cells": c, "E_M_positional": e_pos,
+                      "E_M_semantic": e_sem, "alpha_c": alpha - delta / (e_pos - e_sem),
+                      "switches": out[2 * i]["switches"] + out[2 * i + 1]["switches"],
+                      "wall_time": out[2 * i]["wall_time"] + out[2 * i + 1]["wall_time"]})
+    best = table[-2]
+    last3 = [r["alpha_c"] for r in table[-4:-1]]
+    cells_term = abs(best["alpha_c"] - table[-1]["alpha_c"])
+    err = (max(last3) - min(last3)) + cells_term
+    return {"method": "line preintegration in xi_1, Gauss-Hermite outer rule, at the fixed "
+                      f"points of large scramble {rule['seed']}",
+            "alpha_c": best["alpha_c"], "alpha_c_err": err,
+            "convergence": {"outer_order": max(last3) - min(last3), "cells": cells_term},
+            "table": table, "wall_time": time.perf_counter() - t0}
+
+
 def refine_thresholds(params: ModelParams, fast: Thresholds,
                       hp: HighPrecisionSettings = HighPrecisionSettings(),
-                      executor: Executor | None = None, progress=None) -> PreciseThresholds:
-    """Refine the fast route's ``alpha_c`` and ``alpha_l`` on ``hp.n_rules`` large scrambles.
+                      executor: Executor | None = None, progress=None,
+                      note=None) -> PreciseThresholds:
+    """Refine the fast route's ``alpha_c`` and ``alpha_l`` on ``hp.n_rules`` large scrambles,
+    then (unless ``hp.confirm_orders`` is empty) compute ``alpha_c`` by the second route,
+    :func:`confirm_alpha_c`, and record whether the two agree within their error bars.
 
-    ``progress(k, n, record)`` is called as each large scramble finishes.  Raises
+    ``progress(k, n, record)`` is called as each large scramble finishes, ``note(text)`` when
+    the second route starts.  Raises
     :class:`NotConverged` (a :class:`~symattn.numerics.thresholds.ThresholdNotFound`) if a
     chord iteration fails: no number is returned for an unconverged solve.
     """
@@ -409,9 +500,17 @@ def refine_thresholds(params: ModelParams, fast: Thresholds,
                  "floating_point": max(r[key + "_floating_point"] for r in rules)}
         budget[key] = parts
         values[key] = (mean, sum(parts.values()))
+    second = None
+    if hp.confirm_orders:
+        if note:
+            note(f"second route for alpha_c: line preintegration, Gauss-Hermite outer orders "
+                 f"{hp.confirm_orders}, cells {hp.confirm_cells}")
+        second = confirm_alpha_c(params, rules[0], hp, executor=executor)
+        second["agrees"] = bool(abs(second["alpha_c"] - values["alpha_c"][0])
+                                <= second["alpha_c_err"] + values["alpha_c"][1])
     return PreciseThresholds(alpha_c=values["alpha_c"][0], alpha_c_err=values["alpha_c"][1],
                              alpha_l=values["alpha_l"][0], alpha_l_err=values["alpha_l"][1],
                              alpha_l_branch=setup["alpha_l_branch"], budget=budget,
-                             per_rule=[{k: v for k, v in r.items()} for r in rules], fast=fast,
+                             per_rule=rules, fast=fast,
                              settings={**asdict(hp), "delta2": setup["delta2"]},
-                             wall_time=time.perf_counter() - t0)
+                             wall_time=time.perf_counter() - t0, second_route=second)
