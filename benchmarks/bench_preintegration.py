@@ -19,7 +19,11 @@ import numpy as np
 
 from symattn.model import ModelParams
 from symattn.numerics.precise import ChunkedChannel
-from symattn.numerics.preintegration import LineRule, PreintegratedChannel, gauss_hermite_outer
+from symattn.numerics.preintegration import (
+    LineRule,
+    PreintegratedChannel,
+    gauss_hermite_outer,
+)
 from symattn.numerics.quadrature import SobolRule
 
 

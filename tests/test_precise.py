@@ -15,13 +15,13 @@ from symattn.cli import main
 from symattn.numerics.branches import BRANCHES, solve_branch
 from symattn.numerics.observables import linear_baseline_error
 from symattn.numerics.precise import (
-    confirm_alpha_c,
     ChunkedChannel,
     HighPrecisionSettings,
     NotConverged,
     _fast_setup,
     _large_rule_task,
     chord_solve,
+    confirm_alpha_c,
 )
 from symattn.numerics.quadrature import SobolRule
 from symattn.numerics.saddle import SaddlePointMap

@@ -11,15 +11,23 @@ import mpmath
 import numpy as np
 import pytest
 
+from symattn.numerics.channel import OutputChannel
 from symattn.numerics.highprec import newton_mp
-from symattn.numerics.preintegration import LineRule, PreintegratedChannel, gauss_hermite_outer
+from symattn.numerics.preintegration import (
+    LineRule,
+    PreintegratedChannel,
+    gauss_hermite_outer,
+)
 from symattn.numerics.prox import prox
 from symattn.numerics.quadrature import NodeSet
-from symattn.numerics.channel import OutputChannel
 
 #: near the positional fixed point at alpha_c (q, m, theta, V); lines there switch often
 X_POS = np.array([0.04714992, 0.25225507, 0.0, 14.92349097])
 DPS = 40
+
+
+def _logistic(z):
+    return 1 / (1 + mpmath.exp(-z))
 
 
 def mp_node(params, x, xi1, outer):
@@ -31,7 +39,7 @@ def mp_node(params, x, xi1, outer):
     w = (mpmath.sqrt(q) * xi[0] + m, mpmath.sqrt(q) * xi[1] - m)
     hs = [theta / mpmath.sqrt(q) * xi[i] + mpmath.sqrt(rho - theta**2 / q) * eta[i]
           for i in (0, 1)]
-    lg = lambda z: 1 / (1 + mpmath.exp(-z))     # noqa: E731
+    lg = _logistic
     om = mpmath.mpf(params.omega)
     t = ((1 - om) * lg(hs[0]**2 - hs[0] * hs[1]) + om * mpmath.mpf(params.A[0][0]),
          (1 - om) * lg(hs[1]**2 - hs[0] * hs[1]) + om * mpmath.mpf(params.A[1][1]))
@@ -39,7 +47,7 @@ def mp_node(params, x, xi1, outer):
 
 
 def mp_objective(h, w, t, V, sigma):
-    lg = lambda z: 1 / (1 + mpmath.exp(-z))     # noqa: E731
+    lg = _logistic
     a1, a2 = h[0] ** 2 - h[0] * h[1], h[1] ** 2 - h[0] * h[1]
     return (((h[0] - w[0]) ** 2 + (h[1] - w[1]) ** 2) / (2 * V)
             + mpmath.mpf(sigma) ** 2 * ((lg(a1) - t[0]) ** 2 + (lg(a2) - t[1]) ** 2))
@@ -60,7 +68,7 @@ def mp_minimum(params, x, xi1, outer, start, required=True):
 @pytest.fixture(scope="module")
 def located(paper_params):
     ch = PreintegratedChannel(paper_params, LineRule(log2_n=6, seed=0))
-    h, switch, (k, s, hA, hB) = ch.line_switches(X_POS, ch._outer)
+    _, _, (k, s, hA, hB) = ch.line_switches(X_POS, ch._outer)
     assert len(k) >= 3, "the test needs lines with switching points"
     return ch, k, s, hA, hB
 
@@ -122,7 +130,7 @@ def test_line_integral_matches_mpmath_quadrature(paper_params, located):
     s_mp = []
     with mpmath.workdps(DPS):
         for i in on_line:
-            r = mpmath.findroot(lambda z: branch_diff(z, hA[i], hB[i]),
+            r = mpmath.findroot(lambda z, a=hA[i], b=hB[i]: branch_diff(z, a, b),
                                 (mpmath.mpf(s[i]) - 1e-6, mpmath.mpf(s[i]) + 1e-6),
                                 solver="secant")
             assert abs(r - s[i]) < 1e-11
