@@ -23,6 +23,11 @@ r"""High-precision thresholds: the fast route's answer refined on large scramble
 large rule's fixed point is converged until ``eps_g`` stops moving, and the crossing
 :math:`\varepsilon_g = \varepsilon_{\rm lin}` is found by a secant step pair on the large rule.
 
+**Second route.**  :func:`confirm_alpha_c` recomputes ``alpha_c`` with ``E[M]`` integrated by
+line preintegration on a Gauss-Hermite outer rule (:mod:`~symattn.numerics.preintegration`),
+at one large scramble's fixed points (they enter at second order), and
+:func:`refine_thresholds` records whether the two routes agree within their error bars.
+
 **Error budget** (every term is reported; the error bar is their sum):
 
 * ``integration``: one standard error of the threshold over the ``n_rules`` large scrambles
