@@ -27,7 +27,7 @@ from ..model.params import ModelParams
 from .prox import ProxResult, prox
 from .quadrature import NodeSet
 
-__all__ = ["OutputChannel", "ChannelState", "InvalidOrderParameters"]
+__all__ = ["OutputChannel", "ChannelState", "MeansView", "InvalidOrderParameters"]
 
 
 class InvalidOrderParameters(ValueError):
@@ -39,8 +39,27 @@ def _tie_candidates(gap, eps):
     return np.isfinite(gap) & (gap < 800.0 * eps)
 
 
+class MeansView:
+    """Named views of ``means`` (the atoms, then ``E[M]``, then ``E[loss(prox)]``)."""
+
+    means: np.ndarray
+    n_atoms: int
+
+    @property
+    def atoms(self) -> np.ndarray:
+        return self.means[: self.n_atoms]
+
+    @property
+    def E_M(self) -> float:
+        return float(self.means[self.n_atoms])
+
+    @property
+    def E_loss(self) -> float:
+        return float(self.means[self.n_atoms + 1])
+
+
 @dataclass
-class ChannelState:
+class ChannelState(MeansView):
     r"""Output-channel averages at ``x = (q, m, theta, V)``, with what the Jacobian needs.
 
     The selection between the best and the runner-up local minimum at each node is smoothed:
@@ -64,18 +83,6 @@ class ChannelState:
     rows_second: np.ndarray
     means: np.ndarray
     n_atoms: int
-
-    @property
-    def atoms(self) -> np.ndarray:
-        return self.means[: self.n_atoms]
-
-    @property
-    def E_M(self) -> float:
-        return float(self.means[self.n_atoms])
-
-    @property
-    def E_loss(self) -> float:
-        return float(self.means[self.n_atoms + 1])
 
     @property
     def n_failed(self) -> int:

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -54,11 +54,11 @@ import numpy as np
 from ..model.params import ModelParams
 from ..stats import mean_se
 from .branches import BRANCHES, solve_branch
-from .channel import OutputChannel
+from .channel import MeansView, OutputChannel
 from .observables import generalisation_error, linear_baseline_error
 from .quadrature import NodeSet, SobolRule
 from .saddle import SaddlePointMap
-from .thresholds import ThresholdNotFound, Thresholds, default_workers
+from .thresholds import ThresholdNotFound, Thresholds, map_tasks
 
 __all__ = [
     "ChannelMeans",
@@ -112,7 +112,7 @@ class HighPrecisionSettings:
 
 
 @dataclass
-class ChannelMeans:
+class ChannelMeans(MeansView):
     """The averages of :class:`~symattn.numerics.channel.ChannelState` without per-node arrays."""
 
     x: np.ndarray
@@ -121,18 +121,6 @@ class ChannelMeans:
     n_atoms: int
     n_failed: int
     n_ties: int
-
-    @property
-    def atoms(self) -> np.ndarray:
-        return self.means[: self.n_atoms]
-
-    @property
-    def E_M(self) -> float:
-        return float(self.means[self.n_atoms])
-
-    @property
-    def E_loss(self) -> float:
-        return float(self.means[self.n_atoms + 1])
 
 
 class ChunkedChannel:
@@ -440,13 +428,7 @@ def confirm_alpha_c(params: ModelParams, rule: dict, hp: HighPrecisionSettings,
     configs.append((hp.confirm_orders[-1], hp.confirm_cells[-1]))
     tasks = [(params, np.array(at[b]["x"]), o, c) for o, c in configs
              for b in ("positional", "semantic")]
-    own = executor is None
-    ex = executor or ProcessPoolExecutor(max_workers=default_workers())
-    try:
-        out = list(ex.map(_preintegrated_E_M, tasks))
-    finally:
-        if own:
-            ex.shutdown()
+    out = map_tasks(_preintegrated_E_M, tasks, executor)
     table = []
     for i, (o, c) in enumerate(configs):
         e_pos, e_sem = out[2 * i]["E_M"], out[2 * i + 1]["E_M"]
@@ -484,17 +466,7 @@ def refine_thresholds(params: ModelParams, fast: Thresholds,
     setup = _fast_setup(params, fast, hp)
     eps_lin, _ = linear_baseline_error(params)
     tasks = [(params, hp, hp.seed + k, setup, eps_lin) for k in range(hp.n_rules)]
-    own = executor is None
-    ex = executor or ProcessPoolExecutor(max_workers=default_workers())
-    rules = []
-    try:
-        for k, r in enumerate(ex.map(_large_rule_task, tasks), start=1):
-            rules.append(r)
-            if progress:
-                progress(k, hp.n_rules, r)
-    finally:
-        if own:
-            ex.shutdown()
+    rules = map_tasks(_large_rule_task, tasks, executor, progress, total=hp.n_rules)
     budget = {}
     values = {}
     for key in ("alpha_c", "alpha_l"):

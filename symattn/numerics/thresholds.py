@@ -40,7 +40,7 @@ from .saddle import FixedPoint
 
 __all__ = ["ThresholdSettings", "RuleThresholds", "Thresholds", "thresholds_for_rule",
            "thresholds_on_nodes",
-           "compute_thresholds", "ThresholdNotFound"]
+           "compute_thresholds", "ThresholdNotFound", "map_tasks"]
 
 
 class ThresholdNotFound(RuntimeError):
@@ -282,16 +282,8 @@ def compute_thresholds(params: ModelParams, settings: ThresholdSettings = Thresh
     rest = [(params, settings, settings.seed + k, first.alpha_c,
              (first.positional.x, first.semantic.x)) for k in range(1, settings.n_rules)]
     if rest:
-        own = executor is None
-        ex = executor or ProcessPoolExecutor(max_workers=default_workers())
-        try:
-            for k, r in enumerate(ex.map(_rule_task, rest), start=2):
-                rules.append(r)
-                if progress:
-                    progress(k, settings.n_rules, r)
-        finally:
-            if own:
-                ex.shutdown()
+        rules += map_tasks(_rule_task, rest, executor, progress, total=settings.n_rules,
+                           done=1)
     eps_lin, eps_lin_err = linear_baseline_error(params)
     ac, ac_se = mean_se([r.alpha_c for r in rules])
     al, al_se = mean_se([r.alpha_l for r in rules])
@@ -303,6 +295,25 @@ def compute_thresholds(params: ModelParams, settings: ThresholdSettings = Thresh
         + max(r.alpha_l_step for r in rules),
         eps_lin=eps_lin, eps_lin_err=eps_lin_err, params=params.as_dict(),
         settings=asdict(settings), rules=rules, wall_time=time.perf_counter() - t0)
+
+
+def map_tasks(fn, tasks, executor: Executor | None = None, progress=None, *, total=None,
+              done: int = 0) -> list:
+    """``[fn(t) for t in tasks]`` on ``executor`` (default: a process pool with one worker per
+    core, shut down afterwards), in order; ``progress(k, total, result)`` is called as each
+    result arrives, ``k`` counting from ``done + 1``."""
+    own = executor is None
+    ex = executor or ProcessPoolExecutor(max_workers=default_workers())
+    results = []
+    try:
+        for k, r in enumerate(ex.map(fn, tasks), start=done + 1):
+            results.append(r)
+            if progress:
+                progress(k, total, r)
+    finally:
+        if own:
+            ex.shutdown()
+    return results
 
 
 def default_workers() -> int:
