@@ -168,8 +168,9 @@ def build_parser():
     h = t.add_argument_group("precision (docs: numerics, 'High precision')")
     h.add_argument("--precision", choices=("fast", "high"), default="fast",
                    help="fast (default): the scrambles above; high: then refine on large "
-                        "scrambles and add a second route for alpha_c (about 8 minutes on 2 cores "
-                        "at the defaults)")
+                        "scrambles and add a second route for alpha_c (about 8 minutes on 2 "
+                        "cores at the defaults; resumable with --out: finished scrambles are "
+                        "kept in OUT.partial)")
     h.add_argument("--high-log2n", dest="high_log2n", type=_positive_int("high-log2n", 10, 26),
                    default=None, help="points per large scramble: 2**K (default 20)")
     h.add_argument("--high-rules", dest="high_rules", type=_positive_int("high-rules", 2, 256),
@@ -317,7 +318,11 @@ def _high_progress():
 def _high_precision(args, params, fast, t0) -> int:
     """Refine the fast thresholds (``symattn.numerics.precise``) and report them."""
     from .numerics.branches import BranchNotFound
-    from .numerics.precise import HighPrecisionSettings, refine_thresholds
+    from .numerics.precise import (
+        CheckpointMismatch,
+        HighPrecisionSettings,
+        refine_thresholds,
+    )
     from .numerics.thresholds import ThresholdNotFound
     defaults = HighPrecisionSettings()
     hp = HighPrecisionSettings(
@@ -328,11 +333,18 @@ def _high_precision(args, params, fast, t0) -> int:
         print(f"  fast route: alpha_c = {_fmt(fast.alpha_c, fast.alpha_c_err)}, alpha_l = "
               f"{_fmt(fast.alpha_l, fast.alpha_l_err)}; refining on {hp.n_rules} scrambled "
               f"Sobol rules of 2^{hp.log2_n} points", file=sys.stderr, flush=True)
+    # with --out, each large scramble is kept as it finishes; a rerun computes only the rest
+    checkpoint = None if args.out is None else args.out.with_name(args.out.name + ".partial")
+    if checkpoint is not None:
+        checkpoint.parent.mkdir(parents=True, exist_ok=True)
     try:
         res = refine_thresholds(params, fast, hp,
                                 progress=None if args.json else _high_progress(),
                                 note=None if args.json else
-                                (lambda text: print(f"  {text}", file=sys.stderr, flush=True)))
+                                (lambda text: print(f"  {text}", file=sys.stderr, flush=True)),
+                                checkpoint=checkpoint)
+    except CheckpointMismatch as exc:
+        raise UsageError(str(exc)) from None
     except (ThresholdNotFound, BranchNotFound) as exc:
         if args.json:
             print(json.dumps({"error": str(exc), "params": params.as_dict()}))
@@ -342,6 +354,7 @@ def _high_precision(args, params, fast, t0) -> int:
     data["wall_time"] = time.perf_counter() - t0
     if args.out is not None:
         _save(args.out, data)
+        checkpoint.unlink(missing_ok=True)
     if args.json:
         print(json.dumps(data, indent=2, default=float))
         return 0

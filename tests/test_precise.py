@@ -121,6 +121,7 @@ def test_cli_precision_high_json(tmp_path, capsys):
     assert rc == 0
     data = json.loads(capsys.readouterr().out)
     assert json.loads(out.read_text())["alpha_c"] == data["alpha_c"]
+    assert not (tmp_path / "th.json.partial").exists()     # the checkpoint is gone once saved
     assert data["precision"] == "high"
     for key in ("alpha_c", "alpha_l"):
         parts = data["error_budget"][key]
@@ -166,3 +167,42 @@ def test_cli_high_options_need_precision_high(capsys):
 def test_settings_refuse_bad_values(kwargs):
     with pytest.raises(ValueError):
         HighPrecisionSettings(**kwargs)
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.slow
+def test_interrupted_refinement_resumes_without_recomputing(paper_params, fast_small, tmp_path):
+    """Interrupted after its second large scramble, a rerun with the checkpoint computes only
+    the third and gives exactly the uninterrupted result; a checkpoint of other settings is
+    refused, not overwritten."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from symattn.numerics.precise import CheckpointMismatch, refine_thresholds
+    hp = HighPrecisionSettings(log2_n=12, n_rules=3, confirm_orders=())
+    ck = tmp_path / "high.json.partial"
+
+    def stop_after_two(k, n, rec):
+        if k == 2:
+            raise _Stop
+
+    with ThreadPoolExecutor(1) as pool, pytest.raises(_Stop):
+        refine_thresholds(paper_params, fast_small, hp, executor=pool, progress=stop_after_two,
+                          checkpoint=ck)
+    assert len(json.loads(ck.read_text())["records"]) == 2
+    calls = []
+    with ThreadPoolExecutor(1) as pool:
+        resumed = refine_thresholds(paper_params, fast_small, hp, executor=pool, checkpoint=ck,
+                                    progress=lambda k, n, rec: calls.append(rec["seed"]))
+        fresh = refine_thresholds(paper_params, fast_small, hp, executor=pool)
+    assert calls == [hp.seed + 2]
+    assert resumed.alpha_c == fresh.alpha_c and resumed.alpha_l == fresh.alpha_l
+    assert resumed.alpha_c_err == fresh.alpha_c_err
+    before = ck.read_text()
+    with pytest.raises(CheckpointMismatch):
+        refine_thresholds(paper_params, fast_small,
+                          HighPrecisionSettings(log2_n=13, n_rules=3, confirm_orders=()),
+                          checkpoint=ck)
+    assert ck.read_text() == before

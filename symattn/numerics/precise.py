@@ -44,10 +44,13 @@ at one large scramble's fixed points (they enter at second order), and
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import time
 from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -62,6 +65,7 @@ from .thresholds import ThresholdNotFound, Thresholds, map_tasks
 
 __all__ = [
     "ChannelMeans",
+    "CheckpointMismatch",
     "ChunkedChannel",
     "HighPrecisionSettings",
     "NotConverged",
@@ -449,24 +453,70 @@ def confirm_alpha_c(params: ModelParams, rule: dict, hp: HighPrecisionSettings,
             "table": table, "wall_time": time.perf_counter() - t0}
 
 
+class CheckpointMismatch(ValueError):
+    """A checkpoint file holds results computed with other parameters or settings."""
+
+
+def _checkpoint_key(params, fast, hp) -> dict:
+    """What a large scramble's record depends on (the second route's settings excepted)."""
+    high = {k: v for k, v in asdict(hp).items() if not k.startswith("confirm_")}
+    return json.loads(json.dumps({"params": params.as_dict(), "high": high,
+                                  "fast": {"alpha_c": fast.alpha_c, "alpha_l": fast.alpha_l,
+                                           "settings": fast.settings}}, default=float))
+
+
+def _load_checkpoint(path, key) -> dict:
+    if path is None or not Path(path).exists():
+        return {}
+    data = json.loads(Path(path).read_text())
+    if data.get("key") != key:
+        raise CheckpointMismatch(f"{path} holds large-scramble results of other parameters or "
+                                 "settings; remove it or write elsewhere")
+    return {r["seed"]: r for r in data["records"]}
+
+
+def _save_checkpoint(path, key, records: dict):
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"key": key, "records": [records[s] for s in sorted(records)]},
+                              default=float))
+    os.replace(tmp, path)
+
+
 def refine_thresholds(params: ModelParams, fast: Thresholds,
                       hp: HighPrecisionSettings = HighPrecisionSettings(),
                       executor: Executor | None = None, progress=None,
-                      note=None) -> PreciseThresholds:
+                      note=None, checkpoint=None) -> PreciseThresholds:
     """Refine the fast route's ``alpha_c`` and ``alpha_l`` on ``hp.n_rules`` large scrambles,
     then (unless ``hp.confirm_orders`` is empty) compute ``alpha_c`` by the second route,
     :func:`confirm_alpha_c`, and record whether the two agree within their error bars.
 
     ``progress(k, n, record)`` is called as each large scramble finishes, ``note(text)`` when
-    the second route starts.  Raises
-    :class:`NotConverged` (a :class:`~symattn.numerics.thresholds.ThresholdNotFound`) if a
-    chord iteration fails: no number is returned for an unconverged solve.
+    the second route starts.  With ``checkpoint`` (a file path) every large scramble's record is
+    written there as it finishes, and a rerun with the same parameters and settings computes
+    only the scrambles still missing (:class:`CheckpointMismatch` if the file holds other
+    results; it is never overwritten then).  Raises :class:`NotConverged` (a
+    :class:`~symattn.numerics.thresholds.ThresholdNotFound`) if a chord iteration fails: no
+    number is returned for an unconverged solve.
     """
     t0 = time.perf_counter()
+    key = _checkpoint_key(params, fast, hp)
+    done = _load_checkpoint(checkpoint, key)
     setup = _fast_setup(params, fast, hp)
     eps_lin, _ = linear_baseline_error(params)
-    tasks = [(params, hp, hp.seed + k, setup, eps_lin) for k in range(hp.n_rules)]
-    rules = map_tasks(_large_rule_task, tasks, executor, progress, total=hp.n_rules)
+    seeds = [hp.seed + k for k in range(hp.n_rules)]
+    tasks = [(params, hp, s, setup, eps_lin) for s in seeds if s not in done]
+
+    def record(k, n, rec):
+        done[rec["seed"]] = rec
+        if checkpoint is not None:
+            _save_checkpoint(checkpoint, key, done)
+        if progress:
+            progress(len(done), hp.n_rules, rec)
+
+    if tasks:
+        map_tasks(_large_rule_task, tasks, executor, record, total=hp.n_rules)
+    rules = [done[s] for s in seeds]
     budget = {}
     values = {}
     for key in ("alpha_c", "alpha_l"):
