@@ -369,8 +369,9 @@ def _high_precision(args, params, fast, t0) -> int:
     second = res.second_route
     if second is not None:
         verdict = "agree" if second["agrees"] else "DISAGREE"
-        print(f"\nsecond route (line preintegration, Gauss-Hermite outer order "
-              f"{second['table'][-2]['outer_order']}): alpha_c = "
+        orders = [r["outer_order"] for r in second["table"][-4:-1]]
+        print(f"\nsecond route (line preintegration, mean over Gauss-Hermite outer orders "
+              f"{', '.join(map(str, orders))}): alpha_c = "
               f"{second['alpha_c']:.9f} +- {second['alpha_c_err']:.1e}; the two routes {verdict} "
               "within their error bars")
     if args.out is not None:
