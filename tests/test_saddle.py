@@ -196,3 +196,28 @@ def test_odd_atoms_are_odd_on_actual_nodes(symmetry, x, paper_params):
     # prox solved to |grad| <= 1e-13 on each side independently: integrands agree to ~1e-12
     np.testing.assert_allclose(b[ok], a[ok] * sign, rtol=0, atol=1e-10)
     assert np.abs(a[ok][:, list(odd_atoms(symmetry))]).max() > 1e-3   # not trivially zero
+
+
+def test_eps_ladders_end_at_the_tolerance():
+    """Every continuation ends at the requested width; the last one climbs down by factors of
+    3 from 1e-4 (no stage more than a factor 3 below the previous one)."""
+    from symattn.numerics.saddle import eps_stages
+    ladders = eps_stages(1e-10)
+    assert all(lad[-1] == 1e-10 for lad in ladders)
+    fine = ladders[-1]
+    assert fine[0] == 1e-4 and all(a / b <= 3.0 + 1e-12 for a, b in zip(fine, fine[1:]))
+
+
+@pytest.mark.slow
+def test_root_on_a_narrow_selection_ramp_is_found(paper_params):
+    """Scramble 112 of 2^14, semantic branch at alpha = 1.2525: the fixed point sits on the
+    selection ramp of one node.  Every ladder by factors of 100 stalls there (the solve used to
+    fail, and the threshold search retried for minutes); the fine ladder reaches the 1e-10
+    residual."""
+    ch = OutputChannel(paper_params, SobolRule(14, 112).nodes())
+    x0 = solve_branch(paper_params, "semantic", 1.254016387155025, ch, with_eps_g=False).x
+    T = SaddlePointMap(paper_params, 1.252518054185661, ch, symmetry="full_flip")
+    fp = solve_fixed_point(T, x0, (0, 2, 3), tol=1e-10)
+    assert fp.converged, fp.message
+    assert fp.residual <= 1e-10
+    assert fp.extra["eps_stages"][-1][1] == pytest.approx(1e-4 / 3)   # it took the fine ladder

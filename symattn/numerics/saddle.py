@@ -165,14 +165,22 @@ SLOW = 0.7
 _EPS_LADDER = (1e-4, 1e-2)
 
 
+#: the last resort: from 1e-4 by this factor (a root on a ramp narrower than a factor 100
+#: can reach is followed stage by stage; measured on scramble 112 of 2^14, which failed all
+#: the ladders above, see docs/numerics.md "The fixed-point solver")
+_FINE_FACTOR = 3.0
+
+
 def eps_stages(eps: float) -> list:
     """The continuations in the selection width tried in turn: first ``[eps]`` alone, then
-    from ``1e-4`` and from ``1e-2`` down to ``eps`` by factors of 100."""
+    from ``1e-4`` and from ``1e-2`` down to ``eps`` by factors of 100, last from ``1e-4`` by
+    factors of 3."""
     ladders = []
-    for start in (eps,) + tuple(e for e in _EPS_LADDER if e > eps):
+    for start, factor in ([(eps, 100.0)] + [(e, 100.0) for e in _EPS_LADDER if e > eps]
+                          + [(e, _FINE_FACTOR) for e in _EPS_LADDER[:1] if e > eps]):
         stages = [start]
         while stages[-1] > eps:
-            stages.append(max(stages[-1] / 100, eps))
+            stages.append(max(stages[-1] / factor, eps))
         ladders.append(stages)
     return ladders
 
@@ -236,8 +244,8 @@ def solve_fixed_point(T: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 
     the steep but continuous ramp where one node switches minimiser, narrower than Newton's
     reach.  So if Newton at ``eps`` stalls, the solve is restarted from ``x0`` and continued in
     ``eps``: from ``1e-4`` (then, if that fails too, from ``1e-2``) down to ``eps`` by factors
-    of 100, each stage started from the previous stage's solution (a stage that stalls hands
-    over to the next).  Returns a :class:`FixedPoint` whose ``converged`` is True only if the
+    of 100, and last from ``1e-4`` by factors of 3, each stage started from the previous
+    stage's solution (a stage that stalls hands over to the next).  Returns a :class:`FixedPoint` whose ``converged`` is True only if the
     final stage (at ``eps``) reached the residual ``tol`` and every prox solve converged.
     """
     t0 = time.perf_counter()
