@@ -27,7 +27,8 @@ from ..model.params import ModelParams
 from .prox import ProxResult, prox
 from .quadrature import NodeSet
 
-__all__ = ["OutputChannel", "ChannelState", "MeansView", "InvalidOrderParameters"]
+__all__ = ["OutputChannel", "ChannelState", "ChannelMeans", "MeansView",
+           "InvalidOrderParameters"]
 
 
 class InvalidOrderParameters(ValueError):
@@ -56,6 +57,19 @@ class MeansView:
     @property
     def E_loss(self) -> float:
         return float(self.means[self.n_atoms + 1])
+
+
+@dataclass
+class ChannelMeans(MeansView):
+    """The averages of :class:`ChannelState` without per-node arrays (large or preintegrated
+    node sets, which have no Jacobian)."""
+
+    x: np.ndarray
+    eps: float
+    means: np.ndarray
+    n_atoms: int
+    n_failed: int
+    n_ties: int
 
 
 @dataclass

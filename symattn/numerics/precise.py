@@ -6,22 +6,28 @@ r"""High-precision thresholds: the fast route's answer refined on large scramble
    stationary at a fixed point, so an error :math:`\delta` in the order parameters moves
    :math:`\varepsilon_t` by :math:`O(\delta^2)`: ``alpha_c`` needs :math:`\mathbb{E}[\mathcal{M}]`
    (continuous, with kinks only) to high accuracy, the jumping hat integrands only moderately.
-2. **The root in alpha is a Newton step.**  :math:`\mathrm{d}\varepsilon_t/\mathrm{d}\alpha =
-   \mathbb{E}[\mathcal{M}]` at a fixed point, so from the fast route's ``alpha_c`` one step
-   :math:`\alpha_c = \alpha_0 - \Delta(\alpha_0)/\Delta'(\alpha_0)` lands within
-   :math:`|\Delta''|\,(\alpha_c-\alpha_0)^2 / (2|\Delta'|)` of the root; :math:`\Delta''` is
-   measured on the fast rule and that bound is the root-finding term of the error budget.
+2. **The root in alpha is Newton's method with the exact slope.**
+   :math:`\mathrm{d}\varepsilon_t/\mathrm{d}\alpha = \mathbb{E}[\mathcal{M}]` at a fixed point, so
+   from the fast route's ``alpha_c`` a step or two land on the root; after a step ``s`` what
+   remains is bounded by :math:`|s|\,(|\Delta''|\,|s|/(2|\Delta'|) + e)`, with :math:`\Delta''`
+   measured on the fast rule and ``e`` the slope's relative error measured by the secant over
+   the last two solves (at least two are made).  That bound is the root-finding term.
 3. **A large rule needs few map evaluations.**  The fixed point on a large rule is found by
-   chord iterations :math:`x \leftarrow x - J^{-1}(T(x) - x)` from the fast rule's fixed point,
-   with :math:`J` the fast rule's Jacobian with the selection smoothed over ``jac_eps`` (that
-   width captures, on average, the switching surfaces' contribution to the derivative, which
-   a hard-selection Jacobian misses; measured contraction about 0.1 per step on the positional
-   branch against 0.4 with ``eps = 1e-10``).  Each chord step is one evaluation of the large
-   rule, done in chunks of ``2**chunk_log2`` nodes (cache-sized: 3x faster than one pass).
+   quasi-Newton iterations :math:`x \leftarrow x - J^{-1}(T(x) - x)` from the fast rule's fixed
+   point, :math:`J` starting as the fast rule's Jacobian with the selection smoothed over
+   ``jac_eps`` (that width captures, on average, the switching surfaces' contribution to the
+   derivative, which a hard-selection Jacobian misses; measured contraction about 0.1 per step
+   on the positional branch against 0.4 with ``eps = 1e-10``) and updated by Broyden's rule.
+   Each step is one evaluation of the large rule, done in chunks of ``2**chunk_log2`` nodes
+   (cache-sized: 3x faster than one pass).
 
 ``alpha_l`` is not stationary (``eps_g`` moves linearly with the order parameters), so there the
 large rule's fixed point is converged until ``eps_g`` stops moving, and the crossing
-:math:`\varepsilon_g = \varepsilon_{\rm lin}` is found by a secant step pair on the large rule.
+:math:`\varepsilon_g = \varepsilon_{\rm lin}` is found by an implicit-function Newton step
+followed by secant steps on the large rule.
+
+With a ``checkpoint`` file, every large scramble's record is kept as it finishes and a rerun
+computes only the missing ones (:func:`refine_thresholds`).
 
 **Second route.**  :func:`confirm_alpha_c` recomputes ``alpha_c`` with ``E[M]`` integrated by
 line preintegration on a Gauss-Hermite outer rule (:mod:`~symattn.numerics.preintegration`),
@@ -32,10 +38,10 @@ at one large scramble's fixed points (they enter at second order), and
 
 * ``integration``: one standard error of the threshold over the ``n_rules`` large scrambles
   (each gives an independent, unbiased estimate);
-* ``root_finding``: the Newton-step bound above (``alpha_c``); the last secant correction
-  (``alpha_l``);
-* ``fixed_point``: the change of :math:`\varepsilon_t` difference (resp. ``eps_g``) in the last
-  chord step, divided by the threshold's slope (the remaining chord error is a fraction of it),
+* ``root_finding``: the Newton-step bound above (``alpha_c``); the last correction times the
+  relative change of the slope estimate (``alpha_l``);
+* ``fixed_point``: the change of :math:`\varepsilon_t` (resp. ``eps_g``) in the last
+  quasi-Newton step, divided by the threshold's slope (the remaining chord error is a fraction of it),
   plus for ``alpha_l`` the bound of the ``eps_g`` quadrature;
 * ``floating_point``: the rounding of the node sums, :math:`u\,\log_2 n` times the summed
   magnitudes, divided by the slope (``benchmarks/bench_double_precision.py`` measures the whole
@@ -57,14 +63,13 @@ import numpy as np
 from ..model.params import ModelParams
 from ..stats import mean_se
 from .branches import BRANCHES, solve_branch
-from .channel import MeansView, OutputChannel
+from .channel import ChannelMeans, OutputChannel
 from .observables import generalisation_error, linear_baseline_error
 from .quadrature import NodeSet, SobolRule
 from .saddle import SaddlePointMap
 from .thresholds import ThresholdNotFound, Thresholds, map_tasks
 
 __all__ = [
-    "ChannelMeans",
     "CheckpointMismatch",
     "ChunkedChannel",
     "HighPrecisionSettings",
@@ -113,18 +118,6 @@ class HighPrecisionSettings:
                                     or min(self.confirm_orders) < 2):
             raise ValueError("the second route needs three outer orders >= 2 and two cell "
                              f"counts (got {self.confirm_orders}, {self.confirm_cells})")
-
-
-@dataclass
-class ChannelMeans(MeansView):
-    """The averages of :class:`~symattn.numerics.channel.ChannelState` without per-node arrays."""
-
-    x: np.ndarray
-    eps: float
-    means: np.ndarray
-    n_atoms: int
-    n_failed: int
-    n_ties: int
 
 
 class ChunkedChannel:
@@ -337,13 +330,16 @@ def _alpha_l_on_rule(params, ch, setup, hp, eps_lin):
     alpha = setup["alpha_l0"]
     alphas, gs, slopes, changes, quad = [], [], [], [], 0.0
 
-    def watch(T, s):
-        return _eps_g(params, s.x)[0]
+    last = {}
+
+    def watch(T, s):   # eps_g and its quadrature bound, kept for the state that ends the solve
+        last["value"], last["bound"] = _eps_g(params, s.x)
+        return last["value"]
 
     for _ in range(hp.max_root_steps):
         T, st, eg, change, _ = _solve(params, ch, branch, alpha, x, J, watch, hp,
                                       loose=not alphas)
-        quad = max(quad, _eps_g(params, st.x)[1])
+        quad = max(quad, last["bound"])
         x = st.x
         alphas.append(alpha)
         gs.append(eg - eps_lin)

@@ -33,7 +33,7 @@ an independent computation.
 
 A :class:`PreintegratedChannel` returns the same averages as
 :class:`~symattn.numerics.channel.OutputChannel` (as a
-:class:`~symattn.numerics.precise.ChannelMeans`), so a
+:class:`~symattn.numerics.channel.ChannelMeans`), so a
 :class:`~symattn.numerics.saddle.SaddlePointMap` runs on it unchanged (no Jacobian: use a
 quasi-Newton solve such as :func:`~symattn.numerics.precise.chord_solve`).
 """
@@ -48,7 +48,7 @@ from scipy import special
 from scipy.stats import qmc
 
 from ..model.params import ModelParams
-from .channel import OutputChannel
+from .channel import ChannelMeans, OutputChannel
 from .prox import prox
 from .quadrature import NodeSet, gauss_hermite_1d
 
@@ -229,7 +229,6 @@ class PreintegratedChannel:
     def evaluate(self, x, eps: float | None = None):
         """The averages at ``x`` (``eps`` is accepted for interface compatibility: the
         selection here is the hard global minimum, and switching points are located)."""
-        from .precise import ChannelMeans
         x = np.asarray(x, float)
         self.last_stats = {"failed": 0, "switches": 0, "bisection_both_lost": 0}
         means = 0.0

@@ -165,10 +165,10 @@ SLOW = 0.7
 _EPS_LADDER = (1e-4, 1e-2)
 
 
-#: the last resort: from 1e-4 by this factor (a root on a ramp narrower than a factor 100
-#: can reach is followed stage by stage; measured on scramble 112 of 2^14, which failed all
+#: the last resort: from _FINE_START by _FINE_FACTOR (a root on a ramp narrower than a factor
+#: 100 can reach is followed stage by stage; measured on scramble 112 of 2^14, which failed all
 #: the ladders above, see docs/numerics.md "The fixed-point solver")
-_FINE_FACTOR = 3.0
+_FINE_START, _FINE_FACTOR = 1e-4, 3.0
 
 
 def eps_stages(eps: float) -> list:
@@ -177,7 +177,7 @@ def eps_stages(eps: float) -> list:
     factors of 3."""
     ladders = []
     for start, factor in ([(eps, 100.0)] + [(e, 100.0) for e in _EPS_LADDER if e > eps]
-                          + [(e, _FINE_FACTOR) for e in _EPS_LADDER[:1] if e > eps]):
+                          + ([(_FINE_START, _FINE_FACTOR)] if _FINE_START > eps else [])):
         stages = [start]
         while stages[-1] > eps:
             stages.append(max(stages[-1] / factor, eps))
