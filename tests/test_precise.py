@@ -42,6 +42,49 @@ def test_chunked_channel_is_the_one_pass_channel(paper_params, sobol12_channel):
     assert chunked.E_M == pytest.approx(one.E_M, rel=1e-13)
 
 
+@pytest.mark.parametrize("x", [[0.08, 0.0, 0.11, 18.0], [0.047, 0.25, 0.0, 14.9]])
+def test_warm_started_channel_is_the_cold_channel(paper_params, sobol12_channel, x):
+    """Starting each node's prox from its minima at a nearby x (relative moves of 1e-2 to
+    1e-4, as between chord steps) finds the same global minima as the default multi-start,
+    node by node: positions within 1e-10 (Newton stops at |grad G| <= 1e-13 and the flattest
+    curvature is about 1e-2, so two solves of one minimum differ by up to ~1e-11; distinct
+    minima are >= 1e-6 apart), envelope values within 1e-15.  The averages then agree to 1e-14
+    (the integrand rows move by ~1e-12 with h).  A move beyond the warm radius falls back to
+    cold starts."""
+    x = np.array(x)
+    ch = ChunkedChannel(paper_params, sobol12_channel.nodes, chunk=2**10, warm=True)
+    before = sobol12_channel.evaluate(x)
+    ch.evaluate(x)
+    assert not ch.last_warm
+    for rel in (1e-2, 1e-3, 1e-4):
+        x1 = x * (1 + rel * np.array([1.0, -0.7, 0.5, 0.3]))
+        # the stored minima: best and runner-up (nan where there is none: that start is
+        # skipped)
+        starts = np.stack([before.prox.h, before.prox.h2], axis=1)
+        node_warm = sobol12_channel.evaluate(x1, starts=starts)
+        cold = sobol12_channel.evaluate(x1)
+        assert node_warm.n_failed == cold.n_failed == 0
+        assert np.max(np.abs(node_warm.prox.h - cold.prox.h)) < 1e-10
+        assert np.max(np.abs(node_warm.prox.value - cold.prox.value)) < 1e-15
+        warm = ch.evaluate(x1)
+        assert ch.last_warm
+        np.testing.assert_allclose(warm.means, cold.means, rtol=0, atol=1e-14)
+    ch.evaluate(x * 1.5)
+    assert not ch.last_warm
+
+
+def test_failed_warm_starts_fall_back_to_the_default_starts(paper_params, sobol12_channel):
+    """Starts from which Newton cannot converge (nan) are replaced by the default starts at
+    those nodes: the result is the cold evaluation's, node by node."""
+    x = np.array([0.08, 0.0, 0.11, 18.0])
+    n = sobol12_channel.nodes.size
+    bad = sobol12_channel.evaluate(x, starts=np.full((n, 1, 2), np.nan))
+    cold = sobol12_channel.evaluate(x)
+    assert bad.n_failed == 0
+    np.testing.assert_array_equal(bad.prox.h, cold.prox.h)
+    np.testing.assert_allclose(bad.means, cold.means, rtol=1e-14, atol=1e-18)
+
+
 def test_training_loss_is_stationary_at_a_fixed_point(paper_params, sobol12_channel):
     """The premise of the route: moving the order parameters by t from the positional fixed
     point changes eps_t = -Phi by O(t^2), not O(t).  Doubling t must multiply the change by

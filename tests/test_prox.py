@@ -140,3 +140,19 @@ def test_per_node_V_array_follows_the_array_contract(paper_params):
     for i in range(8):
         ri = prox(w[i:i + 1], t[i:i + 1], V[i], paper_params.sigma)
         np.testing.assert_allclose(r.h[i], ri.h[0], rtol=0, atol=1e-12)
+
+
+def test_nan_starts_are_skipped(paper_params, paper_cases):
+    """A start with a nan coordinate is not run: nodes whose other start is valid get the
+    minimum Newton finds from that start alone (the same solve, so identical), and a node
+    with no valid start reports a failure instead of a value."""
+    w, t, V, r = paper_cases[0]
+    sig = paper_params.sigma
+    starts = np.stack([r.h, np.full_like(r.h, np.nan)], axis=1)
+    starts[-1, 0] = np.nan
+    skipped = prox(w, t, V, sig, extra_starts=starts, include_default=False)
+    alone = prox(w[:-1], t[:-1], V, sig, extra_starts=r.h[:-1, None, :], include_default=False)
+    np.testing.assert_array_equal(skipped.h[:-1], alone.h)
+    np.testing.assert_array_equal(skipped.value[:-1], alone.value)
+    assert skipped.converged[:-1].all() and not skipped.converged[-1]
+    assert skipped.n_failed == 1

@@ -157,12 +157,34 @@ class OutputChannel:
         cols = [np.broadcast_to(v, G.shape) for v in vals] + [G, loss]
         return np.stack(cols, axis=-1)
 
-    def evaluate(self, x, eps: float = 1e-10) -> ChannelState:
-        """Global multi-start prox at every node and the smoothed averages at ``x``."""
+    def _prox(self, w, t, V, starts):
+        """The global prox: multi-start, or (``starts`` given, ``(n, k, 2)``) Newton from
+        ``starts`` only, with the default starts added at the nodes where that fails."""
+        sig = self.params.sigma
+        if starts is None:
+            return prox(w, t, V, sig, gtol=self.gtol)
+        pr = prox(w, t, V, sig, gtol=self.gtol, extra_starts=starts, include_default=False)
+        bad = np.flatnonzero(~pr.converged)
+        if bad.size:
+            redo = prox(w[bad], t[bad], V, sig, gtol=self.gtol, extra_starts=starts[bad])
+            for name in ("h", "value", "converged", "h2", "value2"):
+                getattr(pr, name)[bad] = getattr(redo, name)
+        return pr
+
+    def evaluate(self, x, eps: float = 1e-10, starts=None) -> ChannelState:
+        """Global multi-start prox at every node and the smoothed averages at ``x``.
+
+        ``starts`` (``(n, k, 2)``, optional) replaces the default starts by warm ones, e.g.
+        the local minima of every node at a nearby ``x``: Newton then converges in a few
+        steps.  The minima followed from nearby ``x`` are the global ones except where a
+        minimum is born lower, which the mountain-pass argument excludes for small moves
+        (a minimum born at a fold is never below the others); callers verify
+        (:class:`~symattn.numerics.precise.ChunkedChannel`).
+        """
         x = np.asarray(x, float)
         w, t = self._setup(x)
         V = x[3]
-        pr = prox(w, t, V, self.params.sigma, gtol=self.gtol)
+        pr = self._prox(w, t, V, starts)
         n = w.shape[0]
         allidx = np.arange(n)
         rows_best = self._rows(allidx, w, t, pr.h, pr.value, V)

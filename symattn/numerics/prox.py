@@ -165,7 +165,8 @@ def prox(w, t, V, sigma, *, gtol=1e-13, max_iter=100, extra_starts=None, include
     gtol : float
         gradient tolerance of each local Newton solve
     extra_starts : (n, k, 2) array, optional
-        additional starting points
+        additional starting points; a start with a nan coordinate is skipped (a node with
+        fewer starts than others)
     include_default : bool
         use the default starts ``w, +h0, -h0``
 
@@ -184,10 +185,16 @@ def prox(w, t, V, sigma, *, gtol=1e-13, max_iter=100, extra_starts=None, include
         starts += list(np.moveaxis(np.asarray(extra_starts, float), 1, 0))
     S = np.stack(starts, axis=1)                   # (n, k, 2)
     k = S.shape[1]
-    flat_w = np.repeat(w, k, axis=0)
-    flat_t = np.repeat(t, k, axis=0)
-    flat_V = np.repeat(np.broadcast_to(np.asarray(V, float), (n,)), k) if np.ndim(V) else float(V)
-    h, G, conv, it = _newton(S.reshape(-1, 2), flat_w, flat_t, flat_V, sigma, gtol, max_iter)
+    use = np.flatnonzero(~np.isnan(S.reshape(-1, 2)).any(axis=1))
+    flat_w = np.repeat(w, k, axis=0)[use]
+    flat_t = np.repeat(t, k, axis=0)[use]
+    flat_V = (np.repeat(np.broadcast_to(np.asarray(V, float), (n,)), k)[use] if np.ndim(V)
+              else float(V))
+    h = np.full((n * k, 2), np.nan)
+    G = np.full(n * k, np.inf)
+    conv = np.zeros(n * k, bool)
+    h[use], G[use], conv[use], it = _newton(S.reshape(-1, 2)[use], flat_w, flat_t, flat_V,
+                                            sigma, gtol, max_iter)
     h, G, conv = h.reshape(n, k, 2), G.reshape(n, k), conv.reshape(n, k)
     Gm = np.where(conv, G, np.inf)
     rows = np.arange(n)
