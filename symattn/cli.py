@@ -172,7 +172,7 @@ def build_parser():
                         "cores at the defaults; resumable with --out: finished scrambles are "
                         "kept in OUT.partial)")
     h.add_argument("--high-log2n", dest="high_log2n", type=_positive_int("high-log2n", 10, 26),
-                   default=None, help="points per large scramble: 2**K (default 20)")
+                   default=None, help="points per large scramble: 2**K (default 21)")
     h.add_argument("--high-rules", dest="high_rules", type=_positive_int("high-rules", 2, 256),
                    default=None, help="large scrambles (default 8)")
     h.add_argument("--second-route-orders", dest="second_orders", default=None,

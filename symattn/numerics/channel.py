@@ -176,9 +176,10 @@ class OutputChannel:
 
         ``starts`` (``(n, k, 2)``, optional) replaces the default starts by warm ones, e.g.
         the local minima of every node at a nearby ``x``: Newton then converges in a few
-        steps.  The minima followed from nearby ``x`` are the global ones except where a
-        minimum is born lower, which the mountain-pass argument excludes for small moves
-        (a minimum born at a fold is never below the others); callers verify
+        steps.  The minima followed from a nearby ``x`` are the global ones unless a new
+        minimum became global in between; a minimum born at a fold starts no lower than the
+        minimum its saddle connects it to, so for small moves that is rare (measured: about
+        one node in a million), and callers check
         (:class:`~symattn.numerics.precise.ChunkedChannel`).
         """
         x = np.asarray(x, float)

@@ -21,8 +21,9 @@ r"""High-precision thresholds: the fast route's answer refined on large scramble
    Each step is one evaluation of the large rule, done in chunks of ``2**chunk_log2`` nodes
    (cache-sized: 3x faster than one pass).  After a branch's first evaluation every node's
    prox starts from its own minima of the previous evaluation (:class:`ChunkedChannel`,
-   ``warm_starts``): 4-8 times faster than the multi-start.  The states that give results
-   are recomputed with the multi-start, and the difference enters the fixed-point term.
+   ``warm_starts``): about 5 times faster than the multi-start.  The states that
+   give results are recomputed with the multi-start, and the difference enters the
+   fixed-point term.
 
 ``alpha_l`` is not stationary (``eps_g`` moves linearly with the order parameters), so there the
 large rule's fixed point is converged until ``eps_g`` stops moving, and the crossing
@@ -93,7 +94,7 @@ class NotConverged(ThresholdNotFound):
 class HighPrecisionSettings:
     """Settings of the high-precision stage."""
 
-    log2_n: int = 20          #: points per large scramble: 2**log2_n
+    log2_n: int = 21          #: points per large scramble: 2**log2_n
     n_rules: int = 8          #: large scrambles (the integration error bar's sample size)
     seed: int = 1000          #: seed of the first large scramble (fast rules use 0, 1, ...)
     chunk_log2: int = 14      #: nodes per evaluation chunk: 2**chunk_log2
@@ -131,12 +132,13 @@ class ChunkedChannel:
 
     With ``warm`` it keeps every node's local minima (best and runner-up) and, when the next
     ``x`` is within ``WARM_RADIUS`` (relative, per component) of the last, starts Newton
-    from them instead of the default starts: 3-4 Newton steps instead of about 13, a pass
-    about 3 times faster.  Followed minima stay the global ones for small moves (a minimum
-    born at a fold starts above the one it is connected to through its saddle); whether that
-    held is checked on the states that give results, against an evaluation with ``warm``
-    off (``warm_check`` in each large scramble's record).  Memory:
-    32 bytes per node.
+    from them instead of the default starts: 3-4 Newton steps instead of about 13, and one
+    start instead of three at the nodes with a single minimum (a pass over 2^20 nodes: 0.9 s
+    instead of 4.6 s, ``benchmarks/bench_warm_start.py``).  Followed minima stay the global
+    ones for small moves (a minimum born at a fold starts no lower than the one its saddle
+    connects it to); whether that held is checked on the states that give results, against
+    an evaluation with ``warm`` off (``*_warm_check`` in each large scramble's record).
+    Memory: 32 bytes per node.
     """
 
     WARM_RADIUS = 0.05
