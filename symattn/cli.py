@@ -179,6 +179,9 @@ def build_parser():
                    type=_second_orders, metavar="N1,N2,N3|none",
                    help="Gauss-Hermite outer orders of the second route for alpha_c (default "
                         "16,20,24; 'none' skips it)")
+    h.add_argument("--second-route-alpha-l", dest="second_alpha_l", action="store_true",
+                   help="also confirm alpha_l by the second route (fixed points with "
+                        "line-preintegrated atoms; about 3.5 more minutes)")
     f = sub.add_parser("fixed-point", help="one branch's fixed point at one alpha")
     f.add_argument("--branch", required=True, choices=("positional", "semantic"))
     f.add_argument("--alpha", required=True, type=_float("alpha"))
@@ -256,9 +259,12 @@ def cmd_thresholds(args, main_job=False) -> int:
     params = _params(args)
     settings = _settings(args)
     if args.precision != "high" and (args.high_log2n is not None or args.high_rules is not None
-                                     or args.second_orders is not None):
-        raise ParameterError("precision", "--high-log2n, --high-rules and --second-route-orders "
-                                          "need --precision high")
+                                     or args.second_orders is not None or args.second_alpha_l):
+        raise ParameterError("precision", "--high-log2n, --high-rules, --second-route-orders "
+                                          "and --second-route-alpha-l need --precision high")
+    if args.second_alpha_l and args.second_orders == ():
+        raise ParameterError("second-route-alpha-l", "needs the second route (not "
+                                                     "--second-route-orders none)")
     t0 = time.perf_counter()
     if not args.json:
         print(f"symattn: thresholds for sigma={params.sigma:g}, lambda={params.lam:g}, "
@@ -328,7 +334,8 @@ def _high_precision(args, params, fast, t0) -> int:
     hp = HighPrecisionSettings(
         log2_n=args.high_log2n or defaults.log2_n, n_rules=args.high_rules or defaults.n_rules,
         confirm_orders=(defaults.confirm_orders if args.second_orders is None
-                        else tuple(args.second_orders)))
+                        else tuple(args.second_orders)),
+        confirm_alpha_l=args.second_alpha_l)
     if not args.json:
         print(f"  fast route: alpha_c = {_fmt(fast.alpha_c, fast.alpha_c_err)}, alpha_l = "
               f"{_fmt(fast.alpha_l, fast.alpha_l_err)}; refining on {hp.n_rules} scrambled "
@@ -374,6 +381,13 @@ def _high_precision(args, params, fast, t0) -> int:
               f"{', '.join(map(str, orders))}): alpha_c = "
               f"{second['alpha_c']:.9f} +- {second['alpha_c_err']:.1e}; the two routes {verdict} "
               "within their error bars")
+        second_l = second.get("alpha_l_route")
+        if second_l is not None:
+            verdict = "agree" if second_l["agrees"] else "DISAGREE"
+            print(f"second route for alpha_l (fixed points with line-preintegrated atoms, mean "
+                  f"over outer orders {', '.join(map(str, orders))}): alpha_l = "
+                  f"{second_l['alpha_l']:.9f} +- {second_l['alpha_l_err']:.1e}; the two routes "
+                  f"{verdict} within their error bars")
     if args.out is not None:
         print(f"\nresults written to {args.out}")
     print(f"took {data['wall_time']:.1f} s")

@@ -22,6 +22,7 @@ from symattn.numerics.precise import (
     _large_rule_task,
     chord_solve,
     confirm_alpha_c,
+    confirm_alpha_l,
 )
 from symattn.numerics.quadrature import SobolRule
 from symattn.numerics.saddle import SaddlePointMap
@@ -160,7 +161,7 @@ def test_cli_precision_high_json(tmp_path, capsys):
     out = tmp_path / "th.json"
     rc = main(["thresholds", "--log2n", "11", "--rules", "2", "--precision", "high",
                "--high-log2n", "13", "--high-rules", "2", "--second-route-orders", "4,6,8",
-               "--json", "--out", str(out)])
+               "--second-route-alpha-l", "--json", "--out", str(out)])
     assert rc == 0
     data = json.loads(capsys.readouterr().out)
     assert json.loads(out.read_text())["alpha_c"] == data["alpha_c"]
@@ -177,21 +178,32 @@ def test_cli_precision_high_json(tmp_path, capsys):
     assert [r["outer_order"] for r in second["table"]] == [4, 6, 8, 8]
     assert second["agrees"] == (abs(second["alpha_c"] - data["alpha_c"])
                                 <= second["alpha_c_err"] + data["alpha_c_err"])
+    second_l = second["alpha_l_route"]
+    assert [r["outer_order"] for r in second_l["table"]] == [4, 6, 8, 4]
+    assert second_l["agrees"] == (abs(second_l["alpha_l"] - data["alpha_l"])
+                                  <= second_l["alpha_l_err"] + data["alpha_l_err"])
+
+
+@pytest.fixture(scope="module")
+def two_small_scrambles(paper_params, fast_small):
+    """Two 2^12 scrambles through the large-rule stage, with what the second route needs."""
+    hp = HighPrecisionSettings(log2_n=12, n_rules=2, confirm_orders=(8, 10, 12),
+                               confirm_cells=(28, 56))
+    setup = _fast_setup(paper_params, fast_small, hp)
+    eps_lin, _ = linear_baseline_error(paper_params)
+    rules = [_large_rule_task((paper_params, hp, seed, setup, eps_lin)) for seed in (5, 6)]
+    return hp, setup, eps_lin, rules
 
 
 @pytest.mark.slow
-def test_second_route_does_not_inherit_the_scrambles_errors(paper_params, fast_small):
+def test_second_route_does_not_inherit_the_scrambles_errors(paper_params, two_small_scrambles):
     """The second route is evaluated at one large scramble's fixed points, which (eps_t being
     stationary) should enter only at second order.  So run from two different scrambles it
     must give nearly the same alpha_c, although the two scrambles' own alpha_c differ by
     their integration error: the spread must shrink at least tenfold (measured: 1.4e-3 against
     3.9e-6 on these 2^12 scrambles, outer orders 8, 10, 12).
     """
-    hp = HighPrecisionSettings(log2_n=12, n_rules=2, confirm_orders=(8, 10, 12),
-                               confirm_cells=(28, 56))
-    setup = _fast_setup(paper_params, fast_small, hp)
-    eps_lin, _ = linear_baseline_error(paper_params)
-    rules = [_large_rule_task((paper_params, hp, seed, setup, eps_lin)) for seed in (5, 6)]
+    hp, _, _, rules = two_small_scrambles
     second = [confirm_alpha_c(paper_params, r, hp) for r in rules]
     spread_a = abs(rules[0]["alpha_c"] - rules[1]["alpha_c"])
     spread_b = abs(second[0]["alpha_c"] - second[1]["alpha_c"])
@@ -200,9 +212,34 @@ def test_second_route_does_not_inherit_the_scrambles_errors(paper_params, fast_s
     assert spread_b < 0.1 * spread_a
 
 
+@pytest.mark.slow
+def test_second_route_for_alpha_l_solves_its_own_fixed_point(paper_params, two_small_scrambles):
+    """The alpha_l route re-solves the fixed point with preintegrated atoms, starting from a
+    scramble's fixed point: from two scrambles whose alpha_l differ by their integration
+    error it must reach the same fixed point (to the chord tolerance) and nearly the same
+    alpha_l (the two start at different alpha; the linear step in alpha leaves the slope
+    error times the distance, far below the scrambles' difference): tenfold at least
+    (measured: 4.5e-3 against 2.1e-5 on these 2^12 scrambles, outer orders 8, 10, 12)."""
+    hp, setup, eps_lin, rules = two_small_scrambles
+    second = [confirm_alpha_l(paper_params, r, setup, eps_lin, hp) for r in rules]
+    spread_a = abs(rules[0]["alpha_l"] - rules[1]["alpha_l"])
+    spread_b = abs(second[0]["alpha_l"] - second[1]["alpha_l"])
+    print(f"scrambles differ by {spread_a:.1e}, second route by {spread_b:.1e}")
+    assert spread_a > 1e-4
+    assert spread_b < 0.1 * spread_a
+    for s in second:
+        assert [r["outer_order"] for r in s["table"]] == [8, 10, 12, 8]
+        assert s["alpha_l_err"] == pytest.approx(sum(s["convergence"].values()), rel=1e-12)
+
+
 def test_cli_high_options_need_precision_high(capsys):
     assert main(["thresholds", "--high-rules", "4"]) == 2
     assert "need --precision high" in capsys.readouterr().err
+    assert main(["thresholds", "--second-route-alpha-l"]) == 2
+    assert "need --precision high" in capsys.readouterr().err
+    assert main(["thresholds", "--precision", "high", "--second-route-alpha-l",
+                 "--second-route-orders", "none"]) == 2
+    assert "needs the second route" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("kwargs", [{"log2_n": 9}, {"n_rules": 1}, {"chunk_log2": 27},

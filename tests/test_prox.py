@@ -156,3 +156,13 @@ def test_nan_starts_are_skipped(paper_params, paper_cases):
     np.testing.assert_array_equal(skipped.value[:-1], alone.value)
     assert skipped.converged[:-1].all() and not skipped.converged[-1]
     assert skipped.n_failed == 1
+
+
+@pytest.mark.xfail(strict=True, reason="known defect: the three default starts (w, +h0, -h0) "
+                   "miss this global minimum, at (-0.174, 2.056); found by the hypothesis test "
+                   "above (about 0.2% of its parameter box, none of 3 x 65536 nodes at the "
+                   "paper's fixed points); strict, so fixing the prox turns this red")
+def test_known_missed_global_minimum_outside_the_paper_regime():
+    w, t = np.array([[1.0, 2.0]]), np.array([[0.9375, 0.875]])
+    r = prox(w, t, 3.0, 1.0)
+    assert r.value[0] <= brute_force_min(w[0], t[0], 3.0, 1.0) + 1e-12

@@ -109,6 +109,9 @@ class HighPrecisionSettings:
     #: term); () to skip it
     confirm_orders: tuple = (16, 20, 24)
     confirm_cells: tuple = (56, 112)
+    #: also confirm alpha_l by line preintegration (a fixed-point solve per outer order: about
+    #: 3.5 more minutes on 2 cores at the defaults; off by default)
+    confirm_alpha_l: bool = False
     gtol: float = 1e-13       #: prox gradient tolerance
     warm_starts: bool = True  #: start the prox from each node's last minima (ChunkedChannel)
 
@@ -124,6 +127,8 @@ class HighPrecisionSettings:
                                     or min(self.confirm_orders) < 2):
             raise ValueError("the second route needs three outer orders >= 2 and two cell "
                              f"counts (got {self.confirm_orders}, {self.confirm_cells})")
+        if self.confirm_alpha_l and not self.confirm_orders:
+            raise ValueError("confirm_alpha_l needs the second route's outer orders")
 
 
 class ChunkedChannel:
@@ -438,7 +443,8 @@ def _alpha_l_on_rule(params, ch, setup, hp, eps_lin):
              "eps_g": abs(_eps_g(params, st.x + dx_cold)[0] - eg)}
     return {"alpha_l": alpha + corr, "alpha_l_root_bound": bound,
             "alpha_l_fixed_point": (changes[-1] + quad + check["eps_g"]) / abs(slopes[-1]),
-            "alpha_l_warm_check": check,
+            "alpha_l_warm_check": check, "alpha_l_slopes": slopes,
+            "at_alpha_l": {"alpha": alpha, "x": st.x.tolist(), "eps_g": eg},
             "alpha_l_floating_point": _floating_point([gs[-1] + eps_lin], ch.nodes.size)
             / abs(slopes[-1]),
             "alpha_l_steps": alphas, "alpha_l_g": gs}
@@ -526,6 +532,87 @@ def confirm_alpha_c(params: ModelParams, rule: dict, hp: HighPrecisionSettings,
             "table": table, "wall_time": time.perf_counter() - t0}
 
 
+def _preintegrated_alpha_l(args):
+    """One outer order of :func:`confirm_alpha_l`: the fixed point of the preintegrated map
+    at the scramble's last alpha, and the alpha_l it implies."""
+    params, branch, alpha, x, J, slope, eps_lin, order, cells, hp = args
+    from .preintegration import LineRule, PreintegratedChannel, gauss_hermite_outer
+    t0 = time.perf_counter()
+    ch = PreintegratedChannel(params, LineRule(cells=cells), outer=gauss_hermite_outer(order),
+                              chunk=256)
+    B = BRANCHES[branch]
+    T = SaddlePointMap(params, alpha, ch, symmetry=B.symmetry)
+    st, eg, change, k = chord_solve(T, np.array(x), B.free, np.array(J),
+                                    watch=lambda s: _eps_g(params, s.x)[0],
+                                    tol=10 * hp.phi_tol, max_iter=hp.max_chord)
+    return {"x": st.x.tolist(), "eps_g": eg, "alpha_l": alpha - (eg - eps_lin) / slope,
+            "change": change, "chord_steps": k, "switches": ch.last_stats["switches"],
+            "wall_time": time.perf_counter() - t0}
+
+
+def confirm_alpha_l(params: ModelParams, rule: dict, setup: dict, eps_lin: float,
+                    hp: HighPrecisionSettings, executor: Executor | None = None) -> dict:
+    r"""``alpha_l`` by the second route: the fixed point of the ``alpha_l`` branch solved with
+    the atoms integrated by line preintegration (Gauss-Hermite outer rule) instead of a
+    scramble.
+
+    ``eps_g`` depends on the order parameters at first order, so here (unlike
+    :func:`confirm_alpha_c`) the fixed point itself is recomputed: quasi-Newton from the
+    scramble's last fixed point ``x`` (at its last ``alpha``) with the fast rule's Jacobian,
+    until ``eps_g`` moves by less than ``10 * phi_tol``.  Then
+    :math:`\alpha_l = \alpha - (\varepsilon_g - \varepsilon_{\rm lin})/s` with ``s`` the
+    scramble's last slope of ``eps_g - eps_lin`` in alpha.  Value: the mean over the last three
+    outer orders; error bar: their spread, plus the change from the finer line cells at the
+    first order, plus the slope's relative error (the change between the scramble's last two
+    slope estimates) times the largest step in alpha.  The atoms jump where the minimiser
+    switches, so this converges more slowly than the route for ``alpha_c`` and is more
+    sensitive to the switch detection (measured: ``docs/numerics.md``, "The second route for
+    alpha_l").
+    """
+    t0 = time.perf_counter()
+    branch = setup["alpha_l_branch"]
+    at = rule["at_alpha_l"]
+    J = setup["alpha_l"][1]
+    configs = [(o, hp.confirm_cells[0]) for o in hp.confirm_orders]
+    configs.append((hp.confirm_orders[0], hp.confirm_cells[-1]))
+    slopes = rule["alpha_l_slopes"]
+    tasks = [(params, branch, at["alpha"], at["x"], J.tolist(), slopes[-1], eps_lin, o, c, hp)
+             for o, c in configs]
+    out = map_tasks(_preintegrated_alpha_l, tasks, executor)
+    table = [{"outer_order": o, "cells": c, **r} for (o, c), r in zip(configs, out)]
+    last3 = [r["alpha_l"] for r in table[-4:-1]]
+    cells_term = abs(table[0]["alpha_l"] - table[-1]["alpha_l"])
+    spread = max(last3) - min(last3)
+    # the step in alpha uses the scramble's last slope; its relative error, measured as the
+    # change between the scramble's last two slope estimates, times the step's length
+    e = abs(slopes[-1] - slopes[-2]) / abs(slopes[-1]) if len(slopes) > 1 else 1.0
+    slope_term = e * max(abs(r["alpha_l"] - at["alpha"]) for r in table)
+    return {"method": "fixed point with line-preintegrated atoms (xi_1 lines, Gauss-Hermite "
+                      f"outer rule), from the fixed point of large scramble {rule['seed']}",
+            "alpha_l": float(np.mean(last3)), "alpha_l_err": spread + cells_term + slope_term,
+            "convergence": {"outer_order": spread, "cells": cells_term, "slope": slope_term},
+            "table": table, "wall_time": time.perf_counter() - t0}
+
+
+def _confirm_alpha_l_if_possible(params, rule, setup, eps_lin, hp, executor, note, value):
+    """:func:`confirm_alpha_l` with its verdict, or ``None`` (with a note) where it does not
+    apply: ``alpha_l = alpha_c`` (the route for ``alpha_c`` covers it), or a checkpointed
+    record from before the route existed (it lacks the ``alpha_l`` fixed point)."""
+    say = note or (lambda text: None)
+    if setup["alpha_l_branch"] not in ("semantic", "positional"):
+        say("second route for alpha_l: not separate (alpha_l = alpha_c here)")
+        return None
+    if "at_alpha_l" not in rule:
+        say("second route for alpha_l: skipped, the first scramble's checkpointed record has "
+            "no alpha_l fixed point (written by an earlier version; remove the .partial file)")
+        return None
+    say(f"second route for alpha_l: fixed points with line-preintegrated atoms, outer orders "
+        f"{hp.confirm_orders}")
+    out = confirm_alpha_l(params, rule, setup, eps_lin, hp, executor=executor)
+    out["agrees"] = bool(abs(out["alpha_l"] - value[0]) <= out["alpha_l_err"] + value[1])
+    return out
+
+
 class CheckpointMismatch(ValueError):
     """A checkpoint file holds results computed with other parameters or settings."""
 
@@ -608,6 +695,9 @@ def refine_thresholds(params: ModelParams, fast: Thresholds,
         second = confirm_alpha_c(params, rules[0], hp, executor=executor)
         second["agrees"] = bool(abs(second["alpha_c"] - values["alpha_c"][0])
                                 <= second["alpha_c_err"] + values["alpha_c"][1])
+        if hp.confirm_alpha_l:
+            second["alpha_l_route"] = _confirm_alpha_l_if_possible(
+                params, rules[0], setup, eps_lin, hp, executor, note, values["alpha_l"])
     return PreciseThresholds(alpha_c=values["alpha_c"][0], alpha_c_err=values["alpha_c"][1],
                              alpha_l=values["alpha_l"][0], alpha_l_err=values["alpha_l"][1],
                              alpha_l_branch=setup["alpha_l_branch"], budget=budget,
