@@ -215,11 +215,12 @@ def test_second_route_does_not_inherit_the_scrambles_errors(paper_params, two_sm
 @pytest.mark.slow
 def test_second_route_for_alpha_l_solves_its_own_fixed_point(paper_params, two_small_scrambles):
     """The alpha_l route re-solves the fixed point with preintegrated atoms, starting from a
-    scramble's fixed point: from two scrambles whose alpha_l differ by their integration
-    error it must reach the same fixed point (to the chord tolerance) and nearly the same
-    alpha_l (the two start at different alpha; the linear step in alpha leaves the slope
-    error times the distance, far below the scrambles' difference): tenfold at least
-    (measured: 4.5e-3 against 2.1e-5 on these 2^12 scrambles, outer orders 8, 10, 12)."""
+    scramble's fixed point at that scramble's last alpha.  From two scrambles whose alpha_l
+    differ by their integration error it solves the same preintegrated map (at two nearby
+    alphas), and the linear step in alpha removes the difference up to the slope's error
+    times the distance: the two alpha_l must agree at least ten times more closely than the
+    scrambles' (measured: 4.5e-3 against 2.1e-5 on these 2^12 scrambles, outer orders 8, 10,
+    12).  Its error bar is the sum of its parts."""
     hp, setup, eps_lin, rules = two_small_scrambles
     second = [confirm_alpha_l(paper_params, r, setup, eps_lin, hp) for r in rules]
     spread_a = abs(rules[0]["alpha_l"] - rules[1]["alpha_l"])
