@@ -37,6 +37,9 @@ computes only the missing ones (:func:`refine_thresholds`).
 line preintegration on a Gauss-Hermite outer rule (:mod:`~symattn.numerics.preintegration`),
 at one large scramble's fixed points (they enter at second order), and
 :func:`refine_thresholds` records whether the two routes agree within their error bars.
+With ``confirm_alpha_l`` (off by default), :func:`confirm_alpha_l` does the same for
+``alpha_l``, re-solving the fixed point with the preintegrated atoms (a check to about 1e-4:
+the atoms converge slowly).
 
 **Error budget** (every term is reported; the error bar is their sum):
 
@@ -82,6 +85,7 @@ __all__ = [
     "PreciseThresholds",
     "chord_solve",
     "confirm_alpha_c",
+    "confirm_alpha_l",
     "refine_thresholds",
 ]
 
@@ -649,7 +653,9 @@ def refine_thresholds(params: ModelParams, fast: Thresholds,
                       note=None, checkpoint=None) -> PreciseThresholds:
     """Refine the fast route's ``alpha_c`` and ``alpha_l`` on ``hp.n_rules`` large scrambles,
     then (unless ``hp.confirm_orders`` is empty) compute ``alpha_c`` by the second route,
-    :func:`confirm_alpha_c`, and record whether the two agree within their error bars.
+    :func:`confirm_alpha_c`, and record whether the two agree within their error bars; with
+    ``hp.confirm_alpha_l`` also ``alpha_l`` (:func:`confirm_alpha_l`, in
+    ``second_route["alpha_l_route"]``).
 
     ``progress(k, n, record)`` is called as each large scramble finishes, ``note(text)`` when
     the second route starts.  With ``checkpoint`` (a file path) every large scramble's record is
