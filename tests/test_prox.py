@@ -14,7 +14,7 @@ from scipy.optimize import minimize
 
 from conftest import moreau_gradient, moreau_objective, teacher_diag
 from symattn.compile.kernels import prox_kernel
-from symattn.numerics.prox import prox
+from symattn.numerics.prox import WIDE_DISC, prox
 
 GRID = 0.01
 
@@ -158,11 +158,22 @@ def test_nan_starts_are_skipped(paper_params, paper_cases):
     assert skipped.n_failed == 1
 
 
-@pytest.mark.xfail(strict=True, reason="known defect: the three default starts (w, +h0, -h0) "
-                   "miss this global minimum, at (-0.174, 2.056); found by the hypothesis test "
-                   "above (about 0.2% of its parameter box, none of 3 x 65536 nodes at the "
-                   "paper's fixed points); strict, so fixing the prox turns this red")
-def test_known_missed_global_minimum_outside_the_paper_regime():
+def test_wide_search_disc_gets_more_starts():
+    """A case the three default starts (w, +h0, -h0) miss, found by the hypothesis test above:
+    the global minimum at (-0.174, 2.056), G = 0.36019, against 0.38929 from w's basin.  The
+    search disc there is wide (R = sqrt(2 V G) = 1.5), so the prox tries more starts."""
     w, t = np.array([[1.0, 2.0]]), np.array([[0.9375, 0.875]])
     r = prox(w, t, 3.0, 1.0)
+    assert np.sqrt(2 * 3.0 * 0.38929) > WIDE_DISC
     assert r.value[0] <= brute_force_min(w[0], t[0], 3.0, 1.0) + 1e-12
+    assert r.value2[0] == pytest.approx(0.38929491, abs=1e-8)     # w's basin kept as runner-up
+
+
+def test_search_disc_is_narrow_at_the_paper_fixed_points(paper_params, branch_points,
+                                                         sobol12_channel):
+    """At the paper's fixed points every node's disc is narrow, so the wide-disc starts never
+    run there and the main job's results are those of the three starts alone."""
+    for fp in branch_points.values():
+        st = sobol12_channel.evaluate(fp.x)
+        R = np.sqrt(2 * fp.x[3] * st.prox.value)
+        assert R.max() < WIDE_DISC, (fp.x, R.max())

@@ -18,6 +18,9 @@ Method: safeguarded Newton from several starts per node, all nodes and starts in
   :math:`a_l = \mathrm{logit}\,T_{ll}` (shifted to :math:`a_1+a_2 \ge 0.05` when the target is not
   reachable);
 * optional extra starts supplied by the caller (e.g. previous solutions).
+* where the search disc ``|h - w| <= sqrt(2 V G)`` (``G`` the best value found; the loss is
+  ``>= 0``) is wider than ``WIDE_DISC``, five more (``_widen``).  Not at the paper's
+  fixed points.
 
 Each Newton step solves with the Hessian shifted to be positive definite (eigenvalue floor
 ``1e-4/V``) and backtracks (Armijo) on ``G``; a start has converged when
@@ -40,6 +43,8 @@ __all__ = ["ProxResult", "prox", "loss_zeros"]
 
 _ARMIJO = 1e-4
 _MAX_HALVINGS = 40
+#: search-disc radius above which more starts are tried (:func:`_widen`)
+WIDE_DISC = 1.25
 
 
 @dataclass
@@ -208,7 +213,38 @@ def prox(w, t, V, sigma, *, gtol=1e-13, max_iter=100, extra_starts=None, include
     G_other = np.where(distinct, Gm, np.inf)
     second = np.argmin(G_other, axis=1)
     has_second = np.isfinite(G_other[rows, second])
-    return ProxResult(h=hb, value=G[rows, best], converged=conv[rows, best],
-                      h2=np.where(has_second[:, None], h[rows, second], np.nan),
-                      value2=np.where(has_second, G[rows, second], np.inf),
-                      iterations=it)
+    out = ProxResult(h=hb, value=G[rows, best], converged=conv[rows, best],
+                     h2=np.where(has_second[:, None], h[rows, second], np.nan),
+                     value2=np.where(has_second, G[rows, second], np.inf),
+                     iterations=it)
+    if include_default:
+        _widen(out, w, t, V, sigma, gtol, max_iter)
+    return out
+
+
+def _widen(pr, w, t, V, sigma, gtol, max_iter):
+    """More starts where the search disc is wide (in place).
+
+    Since the loss is >= 0, the global minimiser lies within ``R = sqrt(2 V G)`` of ``w``,
+    ``G`` the best value found.  Where ``R > WIDE_DISC`` the disc can hold basins that none
+    of ``w, +-h0`` reaches, so Newton is run again from the best and runner-up found and
+    from ``(w1, 0), (0, w2), (w1, -w2), (-w1, w2), -w`` (the loss is flat along ``h1 = 0``,
+    ``h2 = 0`` and even in ``h``).  Measured against 121 extra starts on a grid over the
+    disc, in the box ``|w_l| <= 2``, ``V`` 0.5-40, ``sigma`` 0.2-1.5: the three starts missed
+    the global minimum in 33 of 20000 random cases (all with ``R > 1.5``), these starts find
+    all 33; on 40000 further cases the misses fall from 79 to 2 (both at ``sigma = 1.5``).
+    At the paper's fixed points ``R`` stays below 1.2, so nothing changes there.
+    """
+    R = np.sqrt(2 * np.broadcast_to(np.asarray(V, float), pr.value.shape) * pr.value)
+    idx = np.flatnonzero(R > WIDE_DISC)
+    if not idx.size:
+        return
+    wi = w[idx]
+    zero = np.zeros(len(idx))
+    starts = np.stack([pr.h[idx], pr.h2[idx], np.stack([wi[:, 0], zero], -1),
+                       np.stack([zero, wi[:, 1]], -1), wi * [1.0, -1.0], wi * [-1.0, 1.0],
+                       -wi], axis=1)
+    more = prox(wi, t[idx], V[idx] if np.ndim(V) else V, sigma, gtol=gtol, max_iter=max_iter,
+                extra_starts=starts, include_default=False)
+    for name in ("h", "value", "converged", "h2", "value2"):
+        getattr(pr, name)[idx] = getattr(more, name)
