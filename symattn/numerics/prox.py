@@ -228,8 +228,8 @@ def _widen(pr, w, t, V, sigma, gtol, max_iter):
     Since the loss is >= 0, the global minimiser lies within ``R = sqrt(2 V G)`` of ``w``,
     ``G`` the best value found.  Where ``R > WIDE_DISC`` the disc can hold basins that none
     of ``w, +-h0`` reaches, so Newton is run again from the best and runner-up found and
-    from ``(w1, 0), (0, w2), (w1, -w2), (-w1, w2), -w`` (the loss is flat along ``h1 = 0``,
-    ``h2 = 0`` and even in ``h``).  Measured against 121 extra starts on a grid over the
+    from ``(w1, 0), (0, w2), (w1, -w2), (-w1, w2), -w`` (on ``h1 = 0`` and on ``h2 = 0`` one
+    of the two logistic arguments vanishes, and the loss is even in ``h``).  Measured against 121 extra starts on a grid over the
     disc, in the box ``|w_l| <= 2``, ``V`` 0.5-40, ``sigma`` 0.2-1.5: the three starts missed
     the global minimum in 33 of 20000 random cases (all with ``R > 1.5``), these starts find
     all 33; on 40000 further cases the misses fall from 79 to 2 (both at ``sigma = 1.5``).
