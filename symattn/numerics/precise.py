@@ -474,12 +474,25 @@ def _large_rule_task(args):
     return out
 
 
+def _lines_channel(params, order, cells):
+    """The second route's integrator: lines in xi_1 with ``cells`` detection cells, on the
+    ``order**3`` Gauss-Hermite outer rule."""
+    from .preintegration import LineRule, PreintegratedChannel, gauss_hermite_outer
+    return PreintegratedChannel(params, LineRule(cells=cells), outer=gauss_hermite_outer(order),
+                                chunk=256)
+
+
+def _mean_and_spread(values):
+    """The second route's value and convergence term: mean and max - min of the last three
+    outer orders (convergence in the order is erratic, so no single order is the best)."""
+    last3 = values[-3:]
+    return float(np.mean(last3)), max(last3) - min(last3)
+
+
 def _preintegrated_E_M(args):
     params, x, order, cells = args
-    from .preintegration import LineRule, PreintegratedChannel, gauss_hermite_outer
     t0 = time.perf_counter()
-    ch = PreintegratedChannel(params, LineRule(cells=cells), outer=gauss_hermite_outer(order),
-                              chunk=256)
+    ch = _lines_channel(params, order, cells)
     st = ch.evaluate(x)
     if st.n_failed:
         raise NotConverged(f"line preintegration: {st.n_failed} prox solves failed")
@@ -525,14 +538,12 @@ def confirm_alpha_c(params: ModelParams, rule: dict, hp: HighPrecisionSettings,
                       "E_M_semantic": e_sem, "alpha_c": alpha - delta / (e_pos - e_sem),
                       "switches": out[2 * i]["switches"] + out[2 * i + 1]["switches"],
                       "wall_time": out[2 * i]["wall_time"] + out[2 * i + 1]["wall_time"]})
-    last3 = [r["alpha_c"] for r in table[-4:-1]]
-    value = float(np.mean(last3))
+    value, spread = _mean_and_spread([r["alpha_c"] for r in table[:-1]])
     cells_term = abs(table[-2]["alpha_c"] - table[-1]["alpha_c"])
-    err = (max(last3) - min(last3)) + cells_term
     return {"method": "line preintegration in xi_1, Gauss-Hermite outer rule, at the fixed "
                       f"points of large scramble {rule['seed']}",
-            "alpha_c": value, "alpha_c_err": err,
-            "convergence": {"outer_order": max(last3) - min(last3), "cells": cells_term},
+            "alpha_c": value, "alpha_c_err": spread + cells_term,
+            "convergence": {"outer_order": spread, "cells": cells_term},
             "table": table, "wall_time": time.perf_counter() - t0}
 
 
@@ -540,10 +551,8 @@ def _preintegrated_alpha_l(args):
     """One outer order of :func:`confirm_alpha_l`: the fixed point of the preintegrated map
     at the scramble's last alpha, and the alpha_l it implies."""
     params, branch, alpha, x, J, slope, eps_lin, order, cells, hp = args
-    from .preintegration import LineRule, PreintegratedChannel, gauss_hermite_outer
     t0 = time.perf_counter()
-    ch = PreintegratedChannel(params, LineRule(cells=cells), outer=gauss_hermite_outer(order),
-                              chunk=256)
+    ch = _lines_channel(params, order, cells)
     B = BRANCHES[branch]
     T = SaddlePointMap(params, alpha, ch, symmetry=B.symmetry)
     st, eg, change, k = chord_solve(T, np.array(x), B.free, np.array(J),
@@ -584,16 +593,15 @@ def confirm_alpha_l(params: ModelParams, rule: dict, setup: dict, eps_lin: float
              for o, c in configs]
     out = map_tasks(_preintegrated_alpha_l, tasks, executor)
     table = [{"outer_order": o, "cells": c, **r} for (o, c), r in zip(configs, out)]
-    last3 = [r["alpha_l"] for r in table[-4:-1]]
+    value, spread = _mean_and_spread([r["alpha_l"] for r in table[:-1]])
     cells_term = abs(table[0]["alpha_l"] - table[-1]["alpha_l"])
-    spread = max(last3) - min(last3)
     # the step in alpha uses the scramble's last slope; its relative error, measured as the
     # change between the scramble's last two slope estimates, times the step's length
     e = abs(slopes[-1] - slopes[-2]) / abs(slopes[-1]) if len(slopes) > 1 else 1.0
     slope_term = e * max(abs(r["alpha_l"] - at["alpha"]) for r in table)
     return {"method": "fixed point with line-preintegrated atoms (xi_1 lines, Gauss-Hermite "
                       f"outer rule), from the fixed point of large scramble {rule['seed']}",
-            "alpha_l": float(np.mean(last3)), "alpha_l_err": spread + cells_term + slope_term,
+            "alpha_l": value, "alpha_l_err": spread + cells_term + slope_term,
             "convergence": {"outer_order": spread, "cells": cells_term, "slope": slope_term},
             "table": table, "wall_time": time.perf_counter() - t0}
 
