@@ -5,7 +5,7 @@ Usage::
     symattn                               the main job: thresholds at the paper's defaults
     symattn thresholds [model options] [--json] [--out FILE]
                        [--precision {fast,high}] [--high-log2n K] [--high-rules R]
-                       [--second-route-orders N1,N2,N3|none]
+                       [--second-route-orders N1,N2,N3|none] [--second-route-alpha-l]
     symattn fixed-point --branch {positional,semantic} --alpha A [model options] [--json]
     symattn simulate --d D --alpha A --start {semantic,positional,random} [--seeds K]
                      [--n-test N] [model options] [--json]
