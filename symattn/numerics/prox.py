@@ -93,65 +93,77 @@ def loss_zeros(t1, t2, min_sum=0.05):
 
 
 def _newton(h, w, t, V, sigma, gtol, max_iter):
-    """Safeguarded Newton on flattened problems; returns (h, G, converged, iterations)."""
+    """Safeguarded Newton on flattened problems; returns (h, G, converged, iterations).
+
+    The active problems live in compact 1-D working arrays, compacted only in the
+    iterations where some converge (fewer gathers; same arithmetic as a full gather).
+    """
     kern, obj = prox_kernel(), objective_kernel()
     n = h.shape[0]
     h = h.copy()
     conv = np.zeros(n, bool)
     G = np.empty(n)
-    floor = 1e-4 / V
-    active = np.arange(n)
+    scalar_V = not np.ndim(V)
+    # working copies of the active problems, compacted only when some converge
+    idx = np.arange(n)
+    h1, h2 = h[:, 0].copy(), h[:, 1].copy()
+    w1, w2, t1, t2 = w[:, 0].copy(), w[:, 1].copy(), t[:, 0].copy(), t[:, 1].copy()
+    Va = V if scalar_V else np.asarray(V, float).copy()
+    fa = 1e-4 / Va
     it = 0
-    while active.size and it < max_iter:
+    while idx.size and it < max_iter:
         it += 1
-        ha, wa, ta = h[active], w[active], t[active]
-        Va = V[active] if np.ndim(V) else V
-        fa = floor[active] if np.ndim(floor) else floor
-        Ga, g1, g2, a, b, c = kern(ha[:, 0], ha[:, 1], wa[:, 0], wa[:, 1], ta[:, 0], ta[:, 1], Va,
-                                   sigma)
-        G[active] = Ga
+        Ga, g1, g2, a, b, c = kern(h1, h2, w1, w2, t1, t2, Va, sigma)
         gmax = np.maximum(np.abs(g1), np.abs(g2))
-        # smallest Hessian eigenvalue; shift to at least the floor
         lam_min = 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
         done = (gmax <= gtol) & (lam_min > 0)
-        conv[active[done]] = True
-        keep = ~done
-        active = active[keep]
-        if not active.size:
-            break
-        ha, wa, ta = ha[keep], wa[keep], ta[keep]
-        g1, g2, a, b, c, Ga = g1[keep], g2[keep], a[keep], b[keep], c[keep], Ga[keep]
-        Va = Va[keep] if np.ndim(Va) else Va
-        fa = fa[keep] if np.ndim(fa) else fa
-        shift = np.maximum(0.0, fa - lam_min[keep])
+        if done.any():
+            di = idx[done]
+            conv[di] = True
+            G[di] = Ga[done]
+            h[di, 0], h[di, 1] = h1[done], h2[done]
+            keep = ~done
+            idx = idx[keep]
+            if not idx.size:
+                break
+            h1, h2, w1, w2, t1, t2 = h1[keep], h2[keep], w1[keep], w2[keep], t1[keep], t2[keep]
+            g1, g2, a, b, c, Ga, lam_min = (g1[keep], g2[keep], a[keep], b[keep], c[keep],
+                                            Ga[keep], lam_min[keep])
+            if not scalar_V:
+                Va, fa = Va[keep], fa[keep]
+        shift = np.maximum(0.0, fa - lam_min)
         a, c = a + shift, c + shift
         det = a * c - b * b
         d1 = -(c * g1 - b * g2) / det
         d2 = -(a * g2 - b * g1) / det
         slope = g1 * d1 + g2 * d2
-        step = np.ones(active.size)
-        pending = np.arange(active.size)
-        for _ in range(_MAX_HALVINGS):
-            hp = ha[pending] + step[pending, None] * np.stack([d1[pending], d2[pending]], -1)
-            Vp = Va[pending] if np.ndim(Va) else Va
-            Gp = obj(hp[:, 0], hp[:, 1], wa[pending, 0], wa[pending, 1], ta[pending, 0],
-                     ta[pending, 1], Vp, sigma)
-            ok = Gp <= Ga[pending] + _ARMIJO * step[pending] * slope[pending]
-            # a step that cannot lower G in double precision is accepted: the point is stationary
-            ok |= np.abs(step[pending] * slope[pending]) < 1e-17 * np.maximum(1.0, np.abs(Ga[pending]))
-            step[pending[~ok]] *= 0.5
-            pending = pending[~ok]
+        step = np.ones(idx.size)
+        Gp = obj(h1 + d1, h2 + d2, w1, w2, t1, t2, Va, sigma)
+        ok = Gp <= Ga + _ARMIJO * slope
+        ok |= np.abs(slope) < 1e-17 * np.maximum(1.0, np.abs(Ga))
+        pending = np.flatnonzero(~ok)
+        for _ in range(_MAX_HALVINGS - 1):
             if not pending.size:
                 break
-        h[active] = ha + step[:, None] * np.stack([d1, d2], -1)
-    if active.size:  # the points that ran out of iterations moved after their last evaluation
-        ha, wa, ta = h[active], w[active], t[active]
-        Va = V[active] if np.ndim(V) else V
-        Ga, g1, g2, a, b, c = kern(ha[:, 0], ha[:, 1], wa[:, 0], wa[:, 1], ta[:, 0], ta[:, 1], Va,
-                                   sigma)
-        G[active] = Ga
+            step[pending] *= 0.5
+            sp_ = step[pending]
+            Vp = Va if scalar_V else Va[pending]
+            Gp = obj(h1[pending] + sp_ * d1[pending], h2[pending] + sp_ * d2[pending],
+                     w1[pending], w2[pending], t1[pending], t2[pending], Vp, sigma)
+            ok = Gp <= Ga[pending] + _ARMIJO * sp_ * slope[pending]
+            ok |= np.abs(sp_ * slope[pending]) < 1e-17 * np.maximum(1.0, np.abs(Ga[pending]))
+            pending = pending[~ok]
+        else:
+            if pending.size:
+                step[pending] *= 0.5
+        h1 = h1 + step * d1
+        h2 = h2 + step * d2
+    if idx.size:  # the points that ran out of iterations moved after their last evaluation
+        h[idx, 0], h[idx, 1] = h1, h2
+        Ga, g1, g2, a, b, c = kern(h1, h2, w1, w2, t1, t2, Va, sigma)
+        G[idx] = Ga
         lam_min = 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
-        conv[active] = (np.maximum(np.abs(g1), np.abs(g2)) <= gtol) & (lam_min > 0)
+        conv[idx] = (np.maximum(np.abs(g1), np.abs(g2)) <= gtol) & (lam_min > 0)
     return h, G, conv, it
 
 
