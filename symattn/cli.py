@@ -168,11 +168,11 @@ def build_parser():
     h = t.add_argument_group("precision (docs: numerics, 'High precision')")
     h.add_argument("--precision", choices=("fast", "high"), default="fast",
                    help="fast (default): the scrambles above; high: then refine on large "
-                        "scrambles and add a second route for alpha_c (about 8 minutes on 2 "
+                        "scrambles and add a second route for alpha_c (about 9 minutes on 2 "
                         "cores at the defaults; resumable with --out: finished scrambles are "
                         "kept in OUT.partial)")
     h.add_argument("--high-log2n", dest="high_log2n", type=_positive_int("high-log2n", 10, 26),
-                   default=None, help="points per large scramble: 2**K (default 21)")
+                   default=None, help="points per large scramble: 2**K (default 22)")
     h.add_argument("--high-rules", dest="high_rules", type=_positive_int("high-rules", 2, 256),
                    default=None, help="large scrambles (default 8)")
     h.add_argument("--second-route-orders", dest="second_orders", default=None,
@@ -310,11 +310,15 @@ def cmd_thresholds(args, main_job=False) -> int:
 
 
 def _high_progress():
-    """A progress callback for the large scrambles, with an estimate of the time left."""
-    start = time.perf_counter()
+    """A progress callback for the large scrambles, with an estimate of the time left: the
+    mean wall time of a scramble so far, times the scrambles left, over the worker processes
+    (they run side by side, so the rate of the first finishes says little)."""
+    from .numerics.thresholds import default_workers
+    times = []
 
     def report(k, n, rule):
-        left = (time.perf_counter() - start) / k * (n - k)
+        times.append(rule["wall_time"])
+        left = sum(times) / len(times) * (n - k) / default_workers()
         print(f"  large rule {k}/{n}: alpha_c = {rule['alpha_c']:.9f}, alpha_l = "
               f"{rule['alpha_l']:.9f} ({rule['wall_time']:.0f} s; about {left:.0f} s left)",
               file=sys.stderr, flush=True)

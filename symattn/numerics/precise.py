@@ -98,7 +98,7 @@ class NotConverged(ThresholdNotFound):
 class HighPrecisionSettings:
     """Settings of the high-precision stage."""
 
-    log2_n: int = 21          #: points per large scramble: 2**log2_n
+    log2_n: int = 22          #: points per large scramble: 2**log2_n
     n_rules: int = 8          #: large scrambles (the integration error bar's sample size)
     seed: int = 1000          #: seed of the first large scramble (fast rules use 0, 1, ...)
     chunk_log2: int = 14      #: nodes per evaluation chunk: 2**chunk_log2
