@@ -138,8 +138,9 @@ def test_large_rule_stage_finds_the_roots_of_that_rule(paper_params, fast_small)
     must find the same alpha_c and alpha_l: the integration error is the same, so they may
     differ only by the two solvers' own bounds (the stage's root-finding and fixed-point parts,
     the direct solver's last Newton step / Brent bound and its 1e-10 residual tolerance, which
-    moves alpha_c by ~1e-10 / |Delta'| x |eps_t gradient| < 1e-7)."""
-    hp = HighPrecisionSettings(log2_n=13, n_rules=2, seed=77, chunk_log2=11)
+    moves alpha_c by ~1e-10 / |Delta'| x |eps_t gradient| < 1e-7).  Unfolded, so that both
+    run on the same nodes (folded rules: ``tests/test_folds.py``)."""
+    hp = HighPrecisionSettings(log2_n=13, n_rules=2, seed=77, chunk_log2=11, fold=False)
     setup = _fast_setup(paper_params, fast_small, hp)
     eps_lin, _ = linear_baseline_error(paper_params)
     stage = _large_rule_task((paper_params, hp, 77, setup, eps_lin))

@@ -21,9 +21,12 @@ r"""High-precision thresholds: the fast route's answer refined on large scramble
    Each step is one evaluation of the large rule, done in chunks of ``2**chunk_log2`` nodes
    (cache-sized: 3x faster than one pass).  After a branch's first evaluation every node's
    prox starts from its own minima of the previous evaluation (:class:`ChunkedChannel`,
-   ``warm_starts``): about 5 times faster than the multi-start.  The states that
+   ``warm_starts``): about 4 times faster than the multi-start.  The states that
    give results are recomputed with the multi-start, and the difference enters the
    fixed-point term.
+4. **Each branch's rule is folded** onto the fundamental domain of its symmetries
+   (:func:`branch_fold`, :data:`~symattn.numerics.quadrature.FOLDS`; ``fold``): with the
+   paper's ``A``, a quarter of the space, so the same points are four times denser.
 
 ``alpha_l`` is not stationary (``eps_g`` moves linearly with the order parameters), so there the
 large rule's fixed point is converged until ``eps_g`` stops moving, and the crossing
@@ -83,6 +86,7 @@ __all__ = [
     "HighPrecisionSettings",
     "NotConverged",
     "PreciseThresholds",
+    "branch_fold",
     "chord_solve",
     "confirm_alpha_c",
     "confirm_alpha_l",
@@ -118,6 +122,9 @@ class HighPrecisionSettings:
     confirm_alpha_l: bool = False
     gtol: float = 1e-13       #: prox gradient tolerance
     warm_starts: bool = True  #: start the prox from each node's last minima (ChunkedChannel)
+    #: fold each branch's scrambles onto the fundamental domain of its symmetries
+    #: (:func:`branch_fold`): the same points, two or four times denser
+    fold: bool = True
 
     def __post_init__(self):
         if not 10 <= self.log2_n <= 26:
@@ -141,9 +148,9 @@ class ChunkedChannel:
 
     With ``warm`` it keeps every node's local minima (best and runner-up) and, when the next
     ``x`` is within ``WARM_RADIUS`` (relative, per component) of the last, starts Newton
-    from them instead of the default starts: 3-4 Newton steps instead of about 13, and one
-    start instead of three at the nodes with a single minimum (a pass over 2^20 nodes: 0.9 s
-    instead of 4.6 s, ``benchmarks/bench_warm_start.py``).  Followed minima stay the global
+    from them instead of the default starts: 3-4 Newton steps instead of about 6, and one
+    start instead of three at the nodes with a single minimum (a pass over 2^20 nodes: 0.65 s
+    instead of 2.7 s, ``benchmarks/bench_warm_start.py``).  Followed minima stay the global
     ones for small moves (a minimum born at a fold starts no lower than the one its saddle
     connects it to); whether that held is checked on the states that give results, against
     an evaluation with ``warm`` off (``*_warm_check`` in each large scramble's record).
@@ -454,13 +461,25 @@ def _alpha_l_on_rule(params, ch, setup, hp, eps_lin):
             "alpha_l_steps": alphas, "alpha_l_g": gs}
 
 
+def branch_fold(params: ModelParams, branch: str) -> str:
+    """The key of :data:`~symattn.numerics.quadrature.FOLDS` for ``branch``: the symmetry its
+    pinned variable comes with (``eta_flip`` at ``theta = 0``, ``full_flip`` at ``m = 0``),
+    plus the token swap when ``A`` is exactly swap symmetric."""
+    fold = BRANCHES[branch].symmetry
+    if not isinstance(fold, str):
+        raise ValueError(f"no single fold for the {branch} branch")
+    return fold + "+token_swap" if params.A[0][0] == params.A[1][1] else fold
+
+
 def _large_rule_task(args):
     """One large scramble: alpha_c and alpha_l on it."""
     params, hp, seed, setup, eps_lin = args
     t0 = time.perf_counter()
-    nodes = SobolRule(hp.log2_n, seed).nodes()
-    channels = {b: ChunkedChannel(params, nodes, chunk=2**hp.chunk_log2, gtol=hp.gtol,
-                                  warm=hp.warm_starts) for b in ("positional", "semantic")}
+    rule = SobolRule(hp.log2_n, seed)
+    channels = {b: ChunkedChannel(params, rule.nodes(fold=branch_fold(params, b) if hp.fold
+                                                     else None),
+                                  chunk=2**hp.chunk_log2, gtol=hp.gtol, warm=hp.warm_starts)
+                for b in ("positional", "semantic")}
     out = {"seed": seed, **_alpha_c_on_rule(params, channels, setup, hp)}
     if setup["alpha_l_branch"] in ("semantic", "positional"):
         out.update(_alpha_l_on_rule(params, channels[setup["alpha_l_branch"]], setup, hp,

@@ -10,7 +10,9 @@ approximating :math:`\mathbb{E}_{\xi,\eta\sim N(0,I_2)\otimes N(0,I_2)}[g]`.
   (``benchmarks/bench_quadrature.py``, 256 to 65536 nodes): RQMC errors fall like
   ``n^-0.8`` for ``V_hat`` and ``n^-0.9`` for ``E[M]``, tensor Gauss-Hermite like ``n^-0.6``
   and ``n^-0.5``, erratically.  Independent scrambles (different ``seed``) give independent,
-  unbiased estimates, whose spread is the integration error bar.
+  unbiased estimates, whose spread is the integration error bar.  A rule can be *folded* onto
+  the fundamental domain of a symmetry of the integrands (:data:`FOLDS`): the same number of
+  points then covers a half or a quarter of the space.
 * :class:`GaussHermiteRule` -- tensor Gauss-Hermite, kept for cross-checks and for the
   smooth expectations (``eps_g``, ``eps_lin``).
 """
@@ -24,7 +26,7 @@ from numpy.polynomial.hermite_e import hermegauss
 from scipy import special
 from scipy.stats import qmc
 
-__all__ = ["NodeSet", "SobolRule", "GaussHermiteRule", "gauss_hermite_1d"]
+__all__ = ["FOLDS", "GaussHermiteRule", "NodeSet", "SobolRule", "gauss_hermite_1d"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,40 @@ def gauss_hermite_1d(n: int):
     return x, w / w.sum()
 
 
+#: Fundamental domains of the node symmetries of the integrands, for folded rules
+#: (:meth:`SobolRule.nodes`): ``name: (rotated, columns)``.  The rule's coordinates are
+#: ``(xi_1, xi_2, eta_1, eta_2)``, or with ``rotated`` ``(a, b, c, d)`` with
+#: ``xi = (b + a, b - a)/sqrt 2``, ``eta = (d + c, d - c)/sqrt 2`` (orthogonal, so still
+#: ``N(0, I_4)``); the domain is where the ``columns`` are positive.  The symmetries
+#: (``P`` swaps the two tokens' entries):
+#:
+#: * ``eta_flip``: ``eta -> -eta``, at ``theta = 0`` (positional);
+#: * ``full_flip``: ``(xi, eta) -> -(xi, eta)``, at ``m = 0`` (semantic);
+#: * ``token_swap`` added to these, when ``A`` is token-swap symmetric (``A11 = A22``):
+#:   ``(xi, eta) -> (-P xi, P eta)`` at ``theta = 0`` (``w -> -P w``, ``h* -> P h*``) and
+#:   ``(xi, eta) -> (P xi, P eta)`` at ``m = 0`` (``w -> P w``, ``h* -> P h*``).  They map the
+#:   loss of node ``f`` to the other token's, so only token sums (``f_1^2 + f_2^2``, ...), which
+#:   are all the saddle-point equations use, are invariant: on these rules the single-token
+#:   atoms are not expectations of their own.
+#:
+#: The integrands of the saddle-point equations are invariant under each symmetry or odd
+#: (those atoms vanish, :func:`~symattn.compile.kernels.odd_atoms`), so a rule on the domain
+#: integrates them exactly as on the whole space, with two (four) times the density.
+FOLDS = {
+    "eta_flip": (False, (2,)),                  # eta_1 > 0
+    "full_flip": (False, (0,)),                 # xi_1 > 0
+    "eta_flip+token_swap": (True, (1, 3)),      # xi_1 + xi_2 > 0, eta_1 + eta_2 > 0
+    "full_flip+token_swap": (True, (0, 1)),     # xi_1 > xi_2, xi_1 + xi_2 > 0
+}
+
+
+def _unrotate(z):
+    """``(a, b, c, d) -> (xi_1, xi_2, eta_1, eta_2)`` (see :data:`FOLDS`)."""
+    r = np.sqrt(0.5)
+    a, b, c, d = z.T
+    return np.stack([r * (b + a), r * (b - a), r * (d + c), r * (d - c)], axis=-1)
+
+
 @dataclass(frozen=True)
 class SobolRule:
     """Scrambled Sobol rule with ``2**log2_n`` points in 4-D, scramble ``seed``."""
@@ -73,14 +109,25 @@ class SobolRule:
     def size(self) -> int:
         return 2**self.log2_n
 
-    def nodes(self, dim: int = 4) -> NodeSet:
+    def nodes(self, dim: int = 4, fold: str | None = None) -> NodeSet:
+        """The nodes; with ``fold`` (a key of :data:`FOLDS`, ``dim = 4``) the scrambled points
+        are mapped onto that symmetry's fundamental domain (``u -> (1 + u)/2`` in the folded
+        coordinates, so the points still form a net there)."""
         u = qmc.Sobol(d=dim, scramble=True, seed=np.random.default_rng([self.seed, dim]))
         pts = u.random_base2(self.log2_n)
+        label = f"sobol(2^{self.log2_n}, seed={self.seed})"
+        if fold is not None:
+            if fold not in FOLDS or dim != 4:
+                raise ValueError(f"fold must be one of {sorted(FOLDS)} (dim 4), got {fold!r}")
+            rotated, cols = FOLDS[fold]
+            pts[:, cols] = 0.5 + 0.5 * pts[:, cols]
+            label = label[:-1] + f", folded to {fold})"
         eps = 2.0**-53
         z = special.ndtri(np.clip(pts, eps, 1 - eps))
+        if fold is not None and FOLDS[fold][0]:
+            z = _unrotate(z)
         n = z.shape[0]
-        return NodeSet(points=z, weights=np.full(n, 1.0 / n),
-                       label=f"sobol(2^{self.log2_n}, seed={self.seed})")
+        return NodeSet(points=z, weights=np.full(n, 1.0 / n), label=label)
 
 
 @dataclass(frozen=True)
