@@ -235,7 +235,9 @@ def chord_solve(T: SaddlePointMap, x0, free, J, *, watch, tol: float, max_iter: 
         if change <= tol:
             return state, value, change, k
     raise NotConverged(f"chord iteration on {T.channel.nodes.label} at alpha = {T.alpha:g}: "
-                       f"last change {change:.1e} > {tol:.0e} after {max_iter} steps")
+                       f"last change {change:.1e} > {tol:.0e} after {max_iter} steps (on a "
+                       f"small rule a node switching minimiser can leave the map without a "
+                       f"fixed point: try more points per scramble)")
 
 
 @dataclass
