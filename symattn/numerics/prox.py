@@ -115,6 +115,7 @@ def _newton(h, w, t, V, sigma, gtol, max_iter):
         it += 1
         Ga, g1, g2, a, b, c = kern(h1, h2, w1, w2, t1, t2, Va, sigma)
         gmax = np.maximum(np.abs(g1), np.abs(g2))
+        # smallest Hessian eigenvalue; shift to at least the floor
         lam_min = 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
         done = (gmax <= gtol) & (lam_min > 0)
         if done.any():
@@ -140,22 +141,22 @@ def _newton(h, w, t, V, sigma, gtol, max_iter):
         step = np.ones(idx.size)
         Gp = obj(h1 + d1, h2 + d2, w1, w2, t1, t2, Va, sigma)
         ok = Gp <= Ga + _ARMIJO * slope
+        # a step that cannot lower G in double precision is accepted: the point is stationary
         ok |= np.abs(slope) < 1e-17 * np.maximum(1.0, np.abs(Ga))
         pending = np.flatnonzero(~ok)
         for _ in range(_MAX_HALVINGS - 1):
             if not pending.size:
                 break
             step[pending] *= 0.5
-            sp_ = step[pending]
+            s = step[pending]
             Vp = Va if scalar_V else Va[pending]
-            Gp = obj(h1[pending] + sp_ * d1[pending], h2[pending] + sp_ * d2[pending],
+            Gp = obj(h1[pending] + s * d1[pending], h2[pending] + s * d2[pending],
                      w1[pending], w2[pending], t1[pending], t2[pending], Vp, sigma)
-            ok = Gp <= Ga[pending] + _ARMIJO * sp_ * slope[pending]
-            ok |= np.abs(sp_ * slope[pending]) < 1e-17 * np.maximum(1.0, np.abs(Ga[pending]))
+            ok = Gp <= Ga[pending] + _ARMIJO * s * slope[pending]
+            ok |= np.abs(s * slope[pending]) < 1e-17 * np.maximum(1.0, np.abs(Ga[pending]))
             pending = pending[~ok]
-        else:
-            if pending.size:
-                step[pending] *= 0.5
+        else:   # out of halvings: the step of the last failed trial is halved once more
+            step[pending] *= 0.5
         h1 = h1 + step * d1
         h2 = h2 + step * d2
     if idx.size:  # the points that ran out of iterations moved after their last evaluation
