@@ -181,7 +181,7 @@ def build_parser():
                         "16,20,24; 'none' skips it)")
     h.add_argument("--second-route-alpha-l", dest="second_alpha_l", action="store_true",
                    help="also confirm alpha_l by the second route (fixed points with "
-                        "line-preintegrated atoms; about 3.5 more minutes)")
+                        "line-preintegrated atoms; about 2 more minutes)")
     f = sub.add_parser("fixed-point", help="one branch's fixed point at one alpha")
     f.add_argument("--branch", required=True, choices=("positional", "semantic"))
     f.add_argument("--alpha", required=True, type=_float("alpha"))

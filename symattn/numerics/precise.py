@@ -118,7 +118,7 @@ class HighPrecisionSettings:
     confirm_orders: tuple = (16, 20, 24)
     confirm_cells: tuple = (56, 112)
     #: also confirm alpha_l by line preintegration (a fixed-point solve per outer order: about
-    #: 3.5 more minutes on 2 cores at the defaults; off by default)
+    #: 2 more minutes on 2 cores at the defaults; off by default)
     confirm_alpha_l: bool = False
     gtol: float = 1e-13       #: prox gradient tolerance
     warm_starts: bool = True  #: start the prox from each node's last minima (ChunkedChannel)
