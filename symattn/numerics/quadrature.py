@@ -71,8 +71,8 @@ def gauss_hermite_1d(n: int):
 #: * ``full_flip``: ``(xi, eta) -> -(xi, eta)``, at ``m = 0`` (semantic);
 #: * ``token_swap`` added to these, when ``A`` is token-swap symmetric (``A11 = A22``):
 #:   ``(xi, eta) -> (-P xi, P eta)`` at ``theta = 0`` (``w -> -P w``, ``h* -> P h*``) and
-#:   ``(xi, eta) -> (P xi, P eta)`` at ``m = 0`` (``w -> P w``, ``h* -> P h*``).  They map the
-#:   loss of node ``f`` to the other token's, so only token sums (``f_1^2 + f_2^2``, ...), which
+#:   ``(xi, eta) -> (P xi, P eta)`` at ``m = 0`` (``w -> P w``, ``h* -> P h*``).  They exchange
+#:   the two tokens' ``f`` (up to sign), so only token sums (``f_1^2 + f_2^2``, ...), which
 #:   are all the saddle-point equations use, are invariant: on these rules the single-token
 #:   atoms are not expectations of their own.
 #:
@@ -116,6 +116,7 @@ class SobolRule:
         u = qmc.Sobol(d=dim, scramble=True, seed=np.random.default_rng([self.seed, dim]))
         pts = u.random_base2(self.log2_n)
         label = f"sobol(2^{self.log2_n}, seed={self.seed})"
+        rotated = False
         if fold is not None:
             if fold not in FOLDS or dim != 4:
                 raise ValueError(f"fold must be one of {sorted(FOLDS)} (dim 4), got {fold!r}")
@@ -124,7 +125,7 @@ class SobolRule:
             label = label[:-1] + f", folded to {fold})"
         eps = 2.0**-53
         z = special.ndtri(np.clip(pts, eps, 1 - eps))
-        if fold is not None and FOLDS[fold][0]:
+        if rotated:
             z = _unrotate(z)
         n = z.shape[0]
         return NodeSet(points=z, weights=np.full(n, 1.0 / n), label=label)
