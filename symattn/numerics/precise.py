@@ -86,6 +86,7 @@ __all__ = [
     "HighPrecisionSettings",
     "NotConverged",
     "PreciseThresholds",
+    "alpha_c_with",
     "branch_fold",
     "chord_solve",
     "confirm_alpha_c",
@@ -521,6 +522,21 @@ def _preintegrated_E_M(args):
             "wall_time": time.perf_counter() - t0}
 
 
+def alpha_c_with(rule: dict, e_pos: float, e_sem: float) -> float:
+    r"""``alpha_c`` from a large scramble's record ``rule`` (of :func:`refine_thresholds`) with
+    that scramble's :math:`\mathbb{E}[\mathcal{M}]` at its last fixed points replaced by
+    ``e_pos`` and ``e_sem``: with :math:`\alpha` the scramble's last solve,
+    :math:`\Delta_B = \Delta + \alpha[(E_B - E)_{\rm pos} - (E_B - E)_{\rm sem}]` and
+    :math:`\alpha_c = \alpha - \Delta_B/(E_{B,\rm pos} - E_{B,\rm sem})`.  Because
+    :math:`\varepsilon_t` is stationary at a fixed point, the fixed points enter only at second
+    order: the leading error is that of ``e_pos - e_sem``."""
+    alpha = rule["alpha_c_steps"][-1]
+    at = rule["at_alpha_c"]
+    delta = rule["delta"] + alpha * ((e_pos - at["positional"]["E_M"])
+                                     - (e_sem - at["semantic"]["E_M"]))
+    return alpha - delta / (e_pos - e_sem)
+
+
 def confirm_alpha_c(params: ModelParams, rule: dict, hp: HighPrecisionSettings,
                     executor: Executor | None = None) -> dict:
     r"""``alpha_c`` by a second route: :math:`\mathbb{E}[\mathcal{M}]` by line
@@ -530,9 +546,7 @@ def confirm_alpha_c(params: ModelParams, rule: dict, hp: HighPrecisionSettings,
     :func:`refine_thresholds`): because :math:`\varepsilon_t` is stationary there, those
     fixed points enter only at second order, and the leading error is that of
     :math:`\mathbb{E}[\mathcal{M}]`, which this route integrates independently of the
-    scrambles.  With :math:`\alpha` the scramble's last solve,
-    :math:`\Delta_B = \Delta + \alpha[(E_B - E)_{\rm pos} - (E_B - E)_{\rm sem}]` and
-    :math:`\alpha_c = \alpha - \Delta_B/(E_{B,\rm pos} - E_{B,\rm sem})`.
+    scrambles (:func:`alpha_c_with`).
 
     Its value is the mean over the last three outer orders and its error bar the spread
     (max - min) over them, plus the change from the finer line cells at the last order
@@ -543,7 +557,6 @@ def confirm_alpha_c(params: ModelParams, rule: dict, hp: HighPrecisionSettings,
     best and one difference can understate the error.
     """
     t0 = time.perf_counter()
-    alpha = rule["alpha_c_steps"][-1]
     at = rule["at_alpha_c"]
     configs = [(o, hp.confirm_cells[0]) for o in hp.confirm_orders]
     configs.append((hp.confirm_orders[-1], hp.confirm_cells[-1]))
@@ -553,10 +566,8 @@ def confirm_alpha_c(params: ModelParams, rule: dict, hp: HighPrecisionSettings,
     table = []
     for i, (o, c) in enumerate(configs):
         e_pos, e_sem = out[2 * i]["E_M"], out[2 * i + 1]["E_M"]
-        delta = rule["delta"] + alpha * ((e_pos - at["positional"]["E_M"])
-                                         - (e_sem - at["semantic"]["E_M"]))
         table.append({"outer_order": o, "cells": c, "E_M_positional": e_pos,
-                      "E_M_semantic": e_sem, "alpha_c": alpha - delta / (e_pos - e_sem),
+                      "E_M_semantic": e_sem, "alpha_c": alpha_c_with(rule, e_pos, e_sem),
                       "switches": out[2 * i]["switches"] + out[2 * i + 1]["switches"],
                       "wall_time": out[2 * i]["wall_time"] + out[2 * i + 1]["wall_time"]})
     value, spread = _mean_and_spread([r["alpha_c"] for r in table[:-1]])

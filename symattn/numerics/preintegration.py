@@ -161,14 +161,10 @@ class PreintegratedChannel:
         self.last_stats["bisection_both_lost"] += failed
         return 0.5 * (a + b), hA, hB
 
-    def line_switches(self, x, outer):
-        """Switching points on the lines ``outer`` (``(n, 3)``) at ``x``.
-
-        Returns ``(h_edges, switch, (k, s, hA, hB))``: the global minimisers at the cell
-        edges ``(n, cells + 1, 2)``, the cells (flattened line-major) holding a switch, and for
-        each such cell ``k`` the switching point ``s`` with the minimiser of the branch global
-        on its left (``hA``) and on its right (``hB``) there.
-        """
+    def _detect(self, x, outer):
+        """Switch detection on the lines ``outer`` (``(n, 3)``) at ``x``: the global minimisers
+        at the cell edges ``(n, cells + 1, 2)`` and the flattened (line-major) mask of the
+        cells holding a switch."""
         n, C = len(outer), self.rule.cells
         edges = self._edges
         oc = self._channel(_points(np.repeat(outer, C + 1, axis=0), np.tile(edges, n)))
@@ -180,15 +176,34 @@ class PreintegratedChannel:
         L = h[:, :-1].reshape(-1, 2)
         R = h[:, 1:].reshape(-1, 2)
         cell_outer = np.repeat(outer, C, axis=0)
-        left_x = np.tile(edges[:-1], n)
-        right_x = np.tile(edges[1:], n)
-        fwd, _, okf = _local(self._channel(_points(cell_outer, right_x)), x, L)
-        bwd, _, okb = _local(self._channel(_points(cell_outer, left_x)), x, R)
+        fwd, _, okf = _local(self._channel(_points(cell_outer, np.tile(edges[1:], n))), x, L)
+        bwd, _, okb = _local(self._channel(_points(cell_outer, np.tile(edges[:-1], n))), x, R)
         switch = (~okf | ~okb | (np.max(np.abs(fwd - R), axis=1) > 1e-6)
                   | (np.max(np.abs(bwd - L), axis=1) > 1e-6))
+        return h, switch
+
+    def switch_counts(self, x, outer) -> np.ndarray:
+        """The number of cells with a detected switch on each line of ``outer``."""
+        _, switch = self._detect(x, outer)
+        return switch.reshape(len(outer), self.rule.cells).sum(axis=1)
+
+    def line_switches(self, x, outer):
+        """Switching points on the lines ``outer`` (``(n, 3)``) at ``x``.
+
+        Returns ``(h_edges, switch, (k, s, hA, hB))``: the global minimisers at the cell
+        edges ``(n, cells + 1, 2)``, the cells (flattened line-major) holding a switch, and for
+        each such cell ``k`` the switching point ``s`` with the minimiser of the branch global
+        on its left (``hA``) and on its right (``hB``) there.
+        """
+        n, C = len(outer), self.rule.cells
+        h, switch = self._detect(x, outer)
         self.last_stats["switches"] += int(np.count_nonzero(switch))
         k = np.flatnonzero(switch)
-        s, hA, hB = self._switches(x, cell_outer[k], left_x[k], right_x[k], L[k], R[k])
+        L = h[:, :-1].reshape(-1, 2)[k]
+        R = h[:, 1:].reshape(-1, 2)[k]
+        left_x = np.tile(self._edges[:-1], n)[k]
+        right_x = np.tile(self._edges[1:], n)[k]
+        s, hA, hB = self._switches(x, np.repeat(outer, C, axis=0)[k], left_x, right_x, L, R)
         return h, switch, (k, s, hA, hB)
 
     def _lines(self, x, outer):

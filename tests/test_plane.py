@@ -1,0 +1,105 @@
+"""Plane preintegration (symattn.numerics.plane): the xi_2 and eta levels.
+
+The xi_1 lines are checked against mpmath in ``test_preintegration.py``.  Here: the rules
+themselves against closed forms, the located changes of the switch count against the count
+itself, the xi_2 integral against QUADPACK on the same pieces, and the symmetries of ``F``.
+"""
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from scipy import integrate
+
+from symattn.numerics.plane import PlaneChannel, PlaneRule, _panels, gauss_kronrod_15
+from symattn.numerics.preintegration import LineRule
+
+#: near the positional fixed point at alpha_c (q, m, theta, V)
+X_POS = np.array([0.04714992, 0.25225507, 0.0, 14.92349097])
+#: an eta where the switching curve crosses the xi plane (tests/test_preintegration's lines)
+ETA = np.array([[2.0, -1.0]])
+
+
+def test_gauss_kronrod_weights():
+    """Kronrod 15 is exact to degree 22 and the embedded Gauss 7 to degree 13 on [-1, 1]."""
+    x, wk, wg = gauss_kronrod_15()
+    for k in range(23):
+        exact = 2.0 / (k + 1) if k % 2 == 0 else 0.0
+        assert wk @ x**k == pytest.approx(exact, abs=1e-15)
+        if k <= 13:
+            assert wg @ x**k == pytest.approx(exact, abs=1e-15)
+    assert wg @ x**14 != pytest.approx(2.0 / 15, abs=1e-6)
+
+
+@pytest.mark.parametrize("left", [True, False])
+def test_panels_integrate_half_integer_powers_at_the_singular_end(left):
+    """``(xi - a)^{3/2} e^{xi}`` on [a, b] with the singular end mapped by ``s^2``: 12 points
+    reach 1e-13 against mpmath (plain 12-point Gauss-Legendre: 4.6e-7)."""
+    a, b = -0.3, 1.1
+    u, w = np.polynomial.legendre.leggauss(12)
+    u, w = 0.5 * (u + 1), 0.5 * w
+    if left:
+        f = lambda t: (t - a) ** 1.5 * np.exp(t)
+    else:
+        f = lambda t: (b - t) ** 1.5 * np.exp(t)
+    xs, ws = _panels(a, b, left, not left, u, w, hmax=10.0)
+    g = (lambda t: (t - a) ** 1.5 * mpmath.exp(t)) if left else (
+        lambda t: (b - t) ** 1.5 * mpmath.exp(t))
+    exact = float(mpmath.quad(g, [a, b]))     # tanh-sinh: the end-point power is harmless
+    assert ws @ f(xs) == pytest.approx(exact, abs=1e-13)
+    assert np.all((xs >= a) & (xs <= b))
+
+
+@pytest.fixture(scope="module")
+def plane(paper_params):
+    return PlaneChannel(paper_params, PlaneRule(grid=32, line=LineRule(cells=56)))
+
+
+@pytest.fixture(scope="module")
+def located(plane):
+    (t,) = plane.transitions(X_POS, ETA)
+    assert len(t) >= 2, "the test needs an eta where the switching curve crosses the plane"
+    return t
+
+
+def test_located_points_are_changes_of_the_switch_count(plane, located):
+    """On either side of each located point (1e-9 away) the number of switches differs."""
+    for s in located:
+        rows = np.array([[s - 1e-9, *ETA[0]], [s + 1e-9, *ETA[0]]])
+        left, right = plane.lines.switch_counts(X_POS, rows)
+        assert left != right, s
+
+
+def test_xi2_integral_matches_quadpack_on_the_same_pieces(plane, located):
+    """``F(eta)`` for ``M``: the panels against QUADPACK's adaptive rule on each piece between
+    located points (the line integral as a scalar function of xi_2), within 1e-11."""
+    F = plane.xi_plane(X_POS, ETA)[0, -2]
+
+    def line(t):
+        row = np.array([[t, *ETA[0]]])
+        return plane.lines._lines(X_POS, row)[0, -2] * math.exp(-0.5 * t * t) / math.sqrt(
+            2 * math.pi)
+
+    span = plane.rule.span
+    bp = [-span, *located, span]
+    ref = sum(integrate.quad(line, bp[k], bp[k + 1], epsabs=1e-13, epsrel=1e-12, limit=100)[0]
+              for k in range(len(bp) - 1))
+    assert F == pytest.approx(ref, abs=1e-11)
+
+
+def test_F_has_the_branch_symmetries(plane):
+    """At the positional point ``F(-eta) = F(eta)`` (eta flip) and, with the paper's swap
+    symmetric A, ``F(eta_2, eta_1) = F(eta_1, eta_2)``: the swap maps xi_1 lines to xi_2 lines,
+    so it compares two different computations (agreement 1e-10)."""
+    eta = np.array([[1.3, -0.4], [-1.3, 0.4], [-0.4, 1.3]])
+    F = plane.xi_plane(X_POS, eta)[:, -2]
+    assert F[1] == pytest.approx(F[0], abs=1e-12)
+    assert F[2] == pytest.approx(F[0], abs=1e-10)
+
+
+def test_plane_rule_refuses_bad_values():
+    with pytest.raises(ValueError):
+        PlaneRule(grid=1)
+    with pytest.raises(ValueError):
+        PlaneRule(u_tol=0.0)
