@@ -79,7 +79,7 @@ class PlaneRule:
     v_order: int = 16         #: Gauss-Hermite order in v = (eta_1 + eta_2)/sqrt(2)
     u_span: float = 8.5       #: u in [-u_span, u_span]
     u_tol: float = 1e-10      #: adaptive tolerance on E[M] of each v line
-    min_width: float = 1e-6   #: an interval this narrow is accepted whatever its estimate
+    min_width: float = 2e-7   #: an interval this narrow is accepted whatever its estimate
     max_rounds: int = 40      #: bisection rounds of the adaptive rule
     line: LineRule = field(default_factory=LineRule)   #: the xi_1 lines
 
