@@ -76,7 +76,7 @@ def main():
         configs.append((orders[-1], 2 * args.grid, 2 * args.cells))
     out_path = Path(args.out)
     done = json.loads(out_path.read_text()) if out_path.exists() else []
-    key = lambda r: (r["branch"], r["v_order"], r["u_tol"], r["grid"], r["cells"])  # noqa: E731
+    key = lambda r: (r["branch"], r["v_order"], r["u_tol"], r["grid"], r["cells"])
     have = {key(r) for r in done}
     tasks = [(params, np.array(rule["at_alpha_c"][b]["x"]), b, o, args.u_tol, g, c)
              for o, g, c in configs for b in ("positional", "semantic")

@@ -103,3 +103,25 @@ def test_plane_rule_refuses_bad_values():
         PlaneRule(grid=1)
     with pytest.raises(ValueError):
         PlaneRule(u_tol=0.0)
+
+
+@pytest.mark.parametrize("swap", [True, False])
+def test_adaptive_eta_rule_on_a_known_integrand(paper_params, swap):
+    """The eta level alone, on ``F = (|u| - 1)_+^{3/2} + v^2`` (a birth-like singularity at
+    ``|u| = 1``; in ``u, v`` the Gaussian factorises): ``E = 2 int_1^inf (u - 1)^{3/2} phi(u) du
+    + 1`` by mpmath, to 1e-10 (the tolerance); the weights sum to one."""
+    ch = PlaneChannel(paper_params, PlaneRule(v_order=4, u_tol=1e-10), swap=swap)
+
+    def fake_xi_plane(x, eta):
+        u = (eta[:, 0] - eta[:, 1]) / np.sqrt(2)
+        v = (eta[:, 0] + eta[:, 1]) / np.sqrt(2)
+        f = np.clip(np.abs(u) - 1, 0, None) ** 1.5 + v**2
+        return np.column_stack([np.ones_like(u), f, np.zeros_like(u)])
+
+    ch.xi_plane = fake_xi_plane
+    st = ch.evaluate(X_POS)
+    phi = lambda t: mpmath.exp(-t * t / 2) / mpmath.sqrt(2 * mpmath.pi)
+    exact = 2 * mpmath.quad(lambda t: (t - 1) ** 1.5 * phi(t), [1, mpmath.inf]) + 1
+    assert st.atoms[0] == pytest.approx(1.0, abs=1e-13)
+    assert st.E_M == pytest.approx(float(exact), abs=1e-10)
+    assert ch.last_stats["E_M_error_estimate"] < 1e-9

@@ -1,8 +1,10 @@
 r"""Plane preintegration: the output channel with the whole ``xi`` plane integrated exactly.
 
 A third way to compute the output-channel averages, built so that every discontinuity is
-located rather than sampled; it is the integrator of the ``plane`` second route
-(:func:`~symattn.numerics.precise.confirm_alpha_c`).  The 4-D average is nested as
+located rather than sampled.  It is run by ``benchmarks/bench_plane.py`` as a third route
+for ``alpha_c`` (at a large scramble's fixed points, as
+:func:`~symattn.numerics.precise.alpha_c_with`); it is not part of ``--precision high``
+(about 40 minutes on 2 cores).  The 4-D average is nested as
 
 .. math::
 
@@ -30,8 +32,10 @@ located rather than sampled; it is the integrator of the ``plane`` second route
 
 Symmetries: ``F(-eta) = F(eta)`` on both branches (the flip each branch pins), so only
 ``v > 0`` is computed; with an exactly swap-symmetric ``A`` also ``F(u, v) = F(-u, v)``, so only
-``u > 0``.  The individual token atoms are then those of a fundamental domain; the equations use
-them only through token sums (as for the folded rules of :mod:`~symattn.numerics.precise`).
+``u > 0``.  As for the folded rules of :mod:`~symattn.numerics.precise`, the averages are
+then those of a fundamental domain: invariant integrands (``M`` among them) are exact, the odd
+ones (which vanish on the branch, where the saddle-point map pins them) are not, and the token
+atoms are right only through their token sums, which is how the equations use them.
 
 What is not located: a piece of the switching curve that lies entirely between two of the
 ``grid + 1`` counting lines, and a switch missed by a line's detection cells; refining
@@ -188,10 +192,11 @@ class PlaneChannel:
         t0 = time.perf_counter()
         self.lines.last_stats = {"failed": 0, "switches": 0, "bisection_both_lost": 0}
         self.last_stats = {}
-        g, wg = gauss_hermite_1d(r.v_order)
-        vs, wv = g[g > 0], 2.0 * wg[g > 0]          # F(-eta) = F(eta): v > 0 only
-        if r.v_order % 2:
-            vs, wv = np.append(vs, 0.0), np.append(wv, wg[g == 0])
+        g, wg = gauss_hermite_1d(r.v_order)        # ascending, symmetric about 0
+        k = r.v_order // 2
+        vs, wv = g[r.v_order - k:], 2.0 * wg[r.v_order - k:]   # F(-eta) = F(eta): v > 0 only
+        if r.v_order % 2:                           # and the middle node, v = 0
+            vs, wv = np.append(vs, g[k]), np.append(wv, wg[k])
         a = 0.0 if self.swap else -r.u_span
         xk, wk, wgs = gauss_kronrod_15()
         todo = [(i, a, r.u_span) for i in range(len(vs))]
