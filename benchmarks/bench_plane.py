@@ -11,7 +11,7 @@ estimate (its Kronrod-Gauss differences) carried to alpha_c; with ``--refine`` a
 when the counting grid in xi_2 and the detection cells in xi_1 are doubled at the last order.
 
 Each (branch, order) result is appended to ``--out`` as it finishes; a rerun skips those already
-there.  Two processes (one per branch).  About 15-25 minutes per order on 2 cores at the
+there.  Two processes.  Orders 12 and 16 take about 50 minutes on 2 cores at the
 defaults.
 
     python benchmarks/bench_plane.py --json high.json [--v-orders 12,16] [--u-tol 1e-10]
@@ -70,7 +70,8 @@ def main():
         params = ModelParams(**{k: high["params"][k] for k in ("sigma", "lam", "omega", "A")})
         orders = [int(v) for v in args.v_orders.split(",")]
     except (OSError, KeyError, ValueError) as exc:
-        sys.exit(f"bench_plane: cannot use {args.json}: {exc}")
+        print(f"bench_plane: cannot use {args.json}: {exc}", file=sys.stderr)
+        sys.exit(2)
     configs = [(o, args.grid, args.cells) for o in orders]
     if args.refine:
         configs.append((orders[-1], 2 * args.grid, 2 * args.cells))
@@ -105,11 +106,13 @@ def main():
     plain = [r for r in rows if r[1] == args.grid]
     value = plain[-1][3]
     parts = {"v_order": abs(plain[-1][3] - plain[-2][3]) if len(plain) > 1 else float("inf"),
-             "adaptive": plain[-1][4],
-             "grid_and_cells": abs(rows[-1][3] - value) if args.refine else 0.0}
+             "adaptive": plain[-1][4]}
+    if args.refine:
+        parts["grid_and_cells"] = abs(rows[-1][3] - value)
     err = sum(parts.values())
     print(f"\nplane route: alpha_c = {value:.9f} +- {err:.1e} "
-          f"({', '.join(f'{k} {v:.1e}' for k, v in parts.items())})")
+          f"({', '.join(f'{k} {v:.1e}' for k, v in parts.items())}"
+          f"{'' if args.refine else '; grid and cells not measured: --refine'})")
     first = (high["alpha_c"], high["alpha_c_err"])
     agree = abs(value - first[0]) <= err + first[1]
     print(f"scrambles:   alpha_c = {first[0]:.9f} +- {first[1]:.1e}; "

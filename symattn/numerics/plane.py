@@ -4,7 +4,7 @@ A third way to compute the output-channel averages, built so that every disconti
 located rather than sampled.  It is run by ``benchmarks/bench_plane.py`` as a third route
 for ``alpha_c`` (at a large scramble's fixed points, as
 :func:`~symattn.numerics.precise.alpha_c_with`); it is not part of ``--precision high``
-(about 40 minutes on 2 cores).  The 4-D average is nested as
+(about 50 minutes on 2 cores).  The 4-D average is nested as
 
 .. math::
 
