@@ -76,7 +76,7 @@ class PlaneRule:
     """Settings of :class:`PlaneChannel` (module docstring)."""
 
     grid: int = 64            #: xi_2 lines on which the switches are counted
-    span: float = 8.5         #: xi_2 in [-span, span] (P(|xi_2| > 8.5) = 2e-17)
+    span: float = 8.5         #: xi_2 in [-span, span] (P(xi_2 outside [-8.5, 8.5]) = 2e-17)
     order: int = 12           #: Gauss-Legendre points per xi_2 panel
     hmax: float = 2.0         #: longest xi_2 panel
     bisections: int = 40      #: bisections locating a change of the switch count

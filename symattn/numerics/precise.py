@@ -42,7 +42,9 @@ at one large scramble's fixed points (they enter at second order), and
 :func:`refine_thresholds` records whether the two routes agree within their error bars.
 With ``confirm_alpha_l`` (off by default), :func:`confirm_alpha_l` does the same for
 ``alpha_l``, re-solving the fixed point with the preintegrated atoms (a check to about 1e-4:
-the atoms converge slowly).
+the atoms converge slowly).  ``benchmarks/bench_plane.py`` computes ``alpha_c`` by a third
+route, plane preintegration (:mod:`~symattn.numerics.plane`, every discontinuity located),
+at the same fixed points with :func:`alpha_c_with`; it takes too long for this command.
 
 **Error budget** (every term is reported; the error bar is their sum):
 

@@ -63,7 +63,7 @@ class LineRule:
     log2_n: int = 10
     seed: int = 0
     cells: int = 56           #: equal cells on [-span, span] (switch detection resolution)
-    span: float = 7.5         #: P(|xi_1| > 7.5) = 6e-14
+    span: float = 7.5         #: P(xi_1 outside [-7.5, 7.5]) = 6e-14
     order: int = 12           #: Gauss-Legendre points per smooth piece
     bisections: int = 44      #: span / 2**44 ~ 4e-13
 
