@@ -17,7 +17,7 @@ from symattn.numerics.preintegration import LineRule
 
 #: near the positional fixed point at alpha_c (q, m, theta, V)
 X_POS = np.array([0.04714992, 0.25225507, 0.0, 14.92349097])
-#: an eta where the switching curve crosses the xi plane (tests/test_preintegration's lines)
+#: an eta where, at X_POS, lines in xi_1 cross the switching curve over a range of xi_2
 ETA = np.array([[2.0, -1.0]])
 
 
