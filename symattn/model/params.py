@@ -121,11 +121,13 @@ class ModelParams:
 
     @property
     def swap_symmetric(self) -> bool:
-        """True when ``A`` is invariant under swapping the two tokens (``A11 = A22``).
+        """True when ``A`` is exactly invariant under swapping the two tokens (``A11 = A22``).
 
-        Then ``m = 0`` is an exact invariant of the saddle-point equations (MODEL.md section 5).
+        Then ``m = 0`` is an exact invariant of the saddle-point equations (MODEL.md section 5),
+        and the token swap is an exact symmetry that rules may be folded by; exact equality,
+        because a fold is exact only then.
         """
-        return abs(self.A[0][0] - self.A[1][1]) <= _ROW_SUM_TOL
+        return self.A[0][0] == self.A[1][1]
 
     def as_dict(self) -> dict:
         return {"sigma": self.sigma, "lam": self.lam, "omega": self.omega,

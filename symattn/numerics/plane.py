@@ -130,7 +130,7 @@ class PlaneChannel:
         self.lines = PreintegratedChannel(params, rule.line, gtol=gtol,
                                           outer=(np.zeros((0, 3)), np.zeros(0)))
         #: use F(u, v) = F(-u, v): exact only for an exactly swap-symmetric A
-        self.swap = (params.A[0][0] == params.A[1][1]) if swap is None else bool(swap)
+        self.swap = params.swap_symmetric if swap is None else bool(swap)
         x, w = np.polynomial.legendre.leggauss(rule.order)
         self._gl = (0.5 * (x + 1.0), 0.5 * w)
         self.last_stats: dict = {}
@@ -217,7 +217,8 @@ class PlaneChannel:
             vals = (self.xi_plane(x, eta) * (np.exp(-0.5 * uu**2) / np.sqrt(2 * np.pi))[:, None]
                     ).reshape(len(T), len(xk), -1)
             K = half[:, None] * np.einsum("j,ijk->ik", wk, vals)
-            e = np.abs(K - half[:, None] * np.einsum("j,ijk->ik", wgs, vals))[:, -2]
+            G7 = half[:, None] * np.einsum("j,ijk->ik", wgs, vals)
+            e = np.abs(K - G7)[:, -2]               # on E[M]: rows end with M, loss
             if total is None:
                 total = np.zeros((len(vs), K.shape[1]))
             share = r.u_tol * (T[:, 2] - T[:, 1]) / (r.u_span - a)

@@ -473,7 +473,7 @@ def branch_fold(params: ModelParams, branch: str) -> str:
     fold = BRANCHES[branch].symmetry
     if not isinstance(fold, str):
         raise ValueError(f"no single fold for the {branch} branch")
-    return fold + "+token_swap" if params.A[0][0] == params.A[1][1] else fold
+    return fold + "+token_swap" if params.swap_symmetric else fold
 
 
 def _large_rule_task(args):

@@ -166,7 +166,7 @@ def phase_point(params_dict: dict, omega: float, settings_dict: dict) -> dict:
     ts = ThresholdSettings(log2_n=s.log2_n, n_rules=s.n_rules, tol=s.tol, seed=s.seed)
     rules, sem_ends, pos_ends, b_sem, b_pos = [], [], [], [], []
     curves = {}
-    swap_symmetric = params.A[0][0] == params.A[1][1]   # the m eigenvalue decouples
+    swap_symmetric = params.swap_symmetric   # the m eigenvalue decouples
     try:
         alpha0, warm = None, (None, None)
         for k in range(s.n_rules):
