@@ -94,6 +94,48 @@ def test_switching_points_are_ties_of_two_minima(paper_params, located):
             assert sides == [True, False]
 
 
+#: the semantic fixed point at alpha_l (scramble 1000 of the default --precision high run)
+X_SEM_L = np.array([0.09359382694424126, 0.0, 0.13409487622370012, 16.08189248553328])
+#: a line there (xi_2, eta_1, eta_2) whose two minima coexist only on [-0.23, -0.04], inside
+#: one 56-cell detection cell [-0.268, 0]: each branch ends at a fold within the cell
+SHORT_OVERLAP = np.array([-0.2, 3.0759144, -1.6617009])
+
+
+def test_switch_where_both_branches_end_inside_one_cell(paper_params):
+    """Following each edge's minimiser across the cell in one Newton step lands on the other
+    edge's minimiser from both sides (the branch ends at a fold and Newton falls into the
+    other one), so with ``follow_steps=1`` the switch is missed.  With 4 steps the jump at
+    the fold is seen and the switch located; at 40 digits it is a tie of two distinct minima
+    (to 1e-13, as above), and the mpmath branches confirm that neither reaches the far edge
+    of the cell."""
+    lines = {m: PreintegratedChannel(paper_params, LineRule(cells=56, follow_steps=m))
+             for m in (1, 4)}
+    outer = SHORT_OVERLAP[None, :]
+    _, _, (k1, _, _, _) = lines[1].line_switches(X_SEM_L, outer)
+    _, _, (k4, s4, hA, hB) = lines[4].line_switches(X_SEM_L, outer)
+    assert len(k1) == 0 and len(k4) == 1
+    edges = lines[4]._edges
+    lo, hi = edges[k4[0]], edges[k4[0] + 1]
+    assert lo < s4[0] < hi
+    with mpmath.workdps(DPS):
+        ha, Ga, _, _ = mp_minimum(paper_params, X_SEM_L, s4[0], SHORT_OVERLAP, hA[0])
+        hb, Gb, _, _ = mp_minimum(paper_params, X_SEM_L, s4[0], SHORT_OVERLAP, hB[0])
+        assert max(abs(ha[0] - hb[0]), abs(ha[1] - hb[1])) > 1e-2
+        assert abs(Ga - Gb) < 1e-13
+        # branch A (global at the left edge) followed to the right edge in small steps
+        # does not survive: Newton ends far from it (on B or nowhere); likewise B leftwards
+        for start, path in ((hA[0], np.linspace(s4[0], hi, 40)),
+                            (hB[0], np.linspace(s4[0], lo, 40))):
+            h = start
+            for z in path:
+                r = mp_minimum(paper_params, X_SEM_L, z, SHORT_OVERLAP, h, required=False)
+                if r is None or max(abs(r[0][0] - h[0]), abs(r[0][1] - h[1])) > 0.1:
+                    break
+                h = r[0]
+            else:
+                raise AssertionError("the branch reached the far edge: not a short overlap")
+
+
 @pytest.mark.slow
 def test_line_integral_matches_mpmath_quadrature(paper_params, located):
     """One line with a switch: the library's piecewise Gauss-Legendre integrals of M phi

@@ -9,7 +9,14 @@ Moreau objective switches (the atoms jump there and ``M`` has a kink).  Along ea
 1. the global prox (multi-start, :func:`~symattn.numerics.prox.prox`) at ``cells + 1`` equally
    spaced edges of ``[-span, span]``;
 2. a switch inside a cell is detected when the minimiser at one edge, followed by Newton to the
-   other edge, does not land on that edge's global minimiser (both directions are tried);
+   other edge in ``follow_steps`` steps, does not land on that edge's global minimiser (both
+   directions are tried), or, with more than one step, when it jumps on the way (its branch
+   ended at a fold, so it had stopped being global before).  One step misses a switch where
+   both branches end inside the cell: each continuation falls into the other branch and lands
+   on the far edge's minimiser.  Measured at the semantic fixed point at ``alpha_l``: such
+   short overlaps lie along much of a switching curve near its birth, and the missed jumps of
+   the atoms left ``F(eta)`` (:mod:`~symattn.numerics.plane`) noisy at 3e-5 in ``E[f_1]``
+   (1e-6 with 4 steps), while ``M``, which only has a kink there, was hardly affected;
 3. the switching point is located by bisection on ``G_A - G_B``, each branch followed by Newton
    from its last position over ever shorter steps (a branch that jumps away has ended at a
    fold, and the other branch wins), to ``span / 2**bisections``;
@@ -18,9 +25,11 @@ Moreau objective switches (the atoms jump there and ``M`` has a kink).  Along ea
 
 ``tests/test_preintegration.py`` checks the located switching points (ties of two distinct
 minima at 40 digits) and the line integrals (against mpmath's quadrature split at switching
-points that mpmath locates itself) to 1e-13.  Two cases escape it: two switches within one cell
-(a cell of ``2 span / cells`` in ``xi_1``), and a third minimum that is global only strictly
-inside a cell; refining the cells measures their effect (``cells`` term of the error bar).
+points that mpmath locates itself) to 1e-13, and a switch with both branches ending inside one
+cell.  Cases that escape it: two switches within one cell (a cell of ``2 span / cells`` in
+``xi_1``), branches that coexist over less than ``1 / follow_steps`` of a cell, and a third
+minimum that is global only strictly inside a cell; refining the cells measures their effect
+(``cells`` term of the error bar).
 
 The outer rule is a 3-D scrambled Sobol rule (:class:`LineRule`) or any explicit rule
 (``outer=(points, weights)``, e.g. :func:`gauss_hermite_outer`).  Measured
@@ -66,12 +75,16 @@ class LineRule:
     span: float = 7.5         #: P(xi_1 outside [-7.5, 7.5]) = 6e-14
     order: int = 12           #: Gauss-Legendre points per smooth piece
     bisections: int = 44      #: span / 2**44 ~ 4e-13
+    #: Newton steps following each edge's minimiser across a cell in the switch detection
+    follow_steps: int = 1
 
     def __post_init__(self):
         if not 1 <= self.log2_n <= 22:
             raise ValueError(f"log2_n must be in [1, 22], got {self.log2_n}")
-        if self.cells < 2 or self.order < 2 or self.span <= 0 or self.bisections < 1:
-            raise ValueError(f"need cells >= 2, order >= 2, span > 0, bisections >= 1: {self}")
+        if (self.cells < 2 or self.order < 2 or self.span <= 0 or self.bisections < 1
+                or self.follow_steps < 1):
+            raise ValueError(f"need cells >= 2, order >= 2, span > 0, bisections >= 1, "
+                             f"follow_steps >= 1: {self}")
 
     @property
     def size(self) -> int:
@@ -172,14 +185,32 @@ class PreintegratedChannel:
         pr = prox(w, t, x[3], self.params.sigma, gtol=self.gtol)
         self.last_stats["failed"] += pr.n_failed
         h = pr.h.reshape(n, C + 1, 2)
-        # continuation across each cell, both ways
         L = h[:, :-1].reshape(-1, 2)
         R = h[:, 1:].reshape(-1, 2)
         cell_outer = np.repeat(outer, C, axis=0)
-        fwd, _, okf = _local(self._channel(_points(cell_outer, np.tile(edges[1:], n))), x, L)
-        bwd, _, okb = _local(self._channel(_points(cell_outer, np.tile(edges[:-1], n))), x, R)
-        switch = (~okf | ~okb | (np.max(np.abs(fwd - R), axis=1) > 1e-6)
-                  | (np.max(np.abs(bwd - L), axis=1) > 1e-6))
+        # Each edge's minimiser is followed across the cell in follow_steps Newton steps.  With
+        # more than one, a step that moves it by more than half the distance between the
+        # edges' minimisers means its branch ended at a fold inside the cell; the global
+        # minimum being continuous, that branch had stopped being global before, so the cell
+        # holds a switch even where the continuation lands on the other edge's minimiser
+        # (missed by a single step when both branches end inside the cell).
+        m = self.rule.follow_steps
+        width = np.tile(edges[1:] - edges[:-1], n)
+        half_sep = 0.5 * np.max(np.abs(L - R), axis=1)
+        switch = np.zeros(len(L), bool)
+        ends = []
+        for start, hf, sign in ((np.tile(edges[:-1], n), L, 1.0),
+                                (np.tile(edges[1:], n), R, -1.0)):
+            for j in range(1, m + 1):
+                at = start + sign * width * j / m
+                new, _, ok = _local(self._channel(_points(cell_outer, at)), x, hf)
+                switch |= ~ok
+                if m > 1:
+                    switch |= np.max(np.abs(new - hf), axis=1) > half_sep
+                hf = new
+            ends.append(hf)
+        switch |= ((np.max(np.abs(ends[0] - R), axis=1) > 1e-6)
+                   | (np.max(np.abs(ends[1] - L), axis=1) > 1e-6))
         return h, switch
 
     def switch_counts(self, x, outer) -> np.ndarray:
