@@ -3,8 +3,9 @@ r"""Plane preintegration: the output channel with the whole ``xi`` plane integra
 A third way to compute the output-channel averages, built so that every discontinuity is
 located rather than sampled.  It is run by ``benchmarks/bench_plane.py`` as a third route
 for ``alpha_c`` (at a large scramble's fixed points, as
-:func:`~symattn.numerics.precise.alpha_c_with`); it is not part of ``--precision high``
-(about 50 minutes on 2 cores).  The 4-D average is nested as
+:func:`~symattn.numerics.precise.alpha_c_with`) and, with the fixed point re-solved on it
+(:func:`plane_alpha_l`), for ``alpha_l``; it is not part of ``--precision high`` (it takes
+tens of minutes on 2 cores).  The 4-D average is nested as
 
 .. math::
 
@@ -27,8 +28,12 @@ for ``alpha_c`` (at a large scramble's fixed points, as
    :math:`(u - u_c)^{3/2}`-like singularity at :math:`u_c \approx 1.65`, ``v = 0``, which makes a
    Gauss-Hermite rule in ``eta`` converge erratically at about 2e-8 in ``E[M]``).  So ``u`` is
    integrated by adaptive Gauss-Kronrod (7-15) on ``[-u_span, u_span]``, each interval bisected
-   until its Kronrod-Gauss difference in ``E[M]`` is within its share of ``u_tol``, and ``v``
-   by Gauss-Hermite of order ``v_order``.
+   until its Kronrod-Gauss difference in ``E[M]`` (or in any linear combination of the
+   averages, ``goal``) is within its share of ``u_tol``, and ``v`` by Gauss-Hermite of order
+   ``v_order``.  For ``alpha_l`` the goal is ``alpha_l`` itself, to first order
+   (:func:`~symattn.numerics.precise.alpha_l_goal`): the atoms jump where ``M`` only has a
+   kink, so a rule steered by ``E[M]`` leaves them far less accurate.  The ``v`` lines can be
+   shared among processes (``workers``).
 
 Symmetries: ``F(-eta) = F(eta)`` on both branches (the flip each branch pins), so only
 ``v > 0`` is computed; with an exactly swap-symmetric ``A`` also ``F(u, v) = F(-u, v)``, so only
@@ -45,7 +50,9 @@ What is not located: a piece of the switching curve that lies entirely between t
 from __future__ import annotations
 
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -54,7 +61,7 @@ from .channel import ChannelMeans
 from .preintegration import LineRule, PreintegratedChannel
 from .quadrature import gauss_hermite_1d
 
-__all__ = ["PlaneChannel", "PlaneRule", "gauss_kronrod_15"]
+__all__ = ["PlaneChannel", "PlaneRule", "gauss_kronrod_15", "plane_alpha_l"]
 
 
 def gauss_kronrod_15():
@@ -124,16 +131,27 @@ class PlaneChannel:
     """Output-channel averages by plane preintegration (module docstring)."""
 
     def __init__(self, params: ModelParams, rule: PlaneRule = PlaneRule(), gtol: float = 1e-13,
-                 swap: bool | None = None):
+                 swap: bool | None = None, goal=None, workers: int = 1):
         self.params = params
         self.rule = rule
+        self.gtol = gtol
         self.lines = PreintegratedChannel(params, rule.line, gtol=gtol,
                                           outer=(np.zeros((0, 3)), np.zeros(0)))
         #: use F(u, v) = F(-u, v): exact only for an exactly swap-symmetric A
         self.swap = params.swap_symmetric if swap is None else bool(swap)
+        #: weights on the averages (atoms, E[M], loss) of the quantity whose error the adaptive
+        #: rule in u controls; None: E[M]
+        self.goal = None if goal is None else np.array(goal, float)
+        if workers < 1:
+            raise ValueError(f"need workers >= 1, got {workers}")
+        #: processes sharing the v lines of an evaluation
+        self.workers = int(workers)
         x, w = np.polynomial.legendre.leggauss(rule.order)
         self._gl = (0.5 * (x + 1.0), 0.5 * w)
         self.last_stats: dict = {}
+        #: a label for messages (the interface of a node-set channel; there are no nodes)
+        self.nodes = SimpleNamespace(label=f"plane preintegration (v order {rule.v_order}, "
+                                           f"u_tol {rule.u_tol:g})", size=0)
 
     # -- xi_2 ---------------------------------------------------------------------------------
     def _counts(self, x, rows):
@@ -183,20 +201,21 @@ class PlaneChannel:
         return out
 
     # -- eta ----------------------------------------------------------------------------------
-    def evaluate(self, x, eps: float | None = None, progress=None) -> ChannelMeans:
-        """The averages at ``x`` (``eps`` is accepted for interface compatibility: the selection
-        is the hard global minimum).  ``progress(round, intervals)`` is called per adaptive
-        round.  Raises ``RuntimeError`` if the adaptive rule does not meet its tolerance."""
-        x = np.asarray(x, float)
+    def _v_nodes(self):
+        """Gauss-Hermite nodes and weights in v, only ``v >= 0`` (``F(-eta) = F(eta)``)."""
         r = self.rule
-        t0 = time.perf_counter()
-        self.lines.last_stats = {"failed": 0, "switches": 0, "bisection_both_lost": 0}
-        self.last_stats = {}
         g, wg = gauss_hermite_1d(r.v_order)        # ascending, symmetric about 0
         k = r.v_order // 2
-        vs, wv = g[r.v_order - k:], 2.0 * wg[r.v_order - k:]   # F(-eta) = F(eta): v > 0 only
+        vs, wv = g[r.v_order - k:], 2.0 * wg[r.v_order - k:]
         if r.v_order % 2:                           # and the middle node, v = 0
             vs, wv = np.append(vs, g[k]), np.append(wv, wg[k])
+        return vs, wv
+
+    def _u_lines(self, x, vs, progress=None):
+        """The adaptive rule in ``u`` on each line ``v = vs[i]``: the integrals over ``u`` (one
+        row each), their estimates (Kronrod - Gauss on the goal) and the count of intervals
+        accepted only for being narrow.  Raises ``RuntimeError`` past ``max_rounds``."""
+        r = self.rule
         a = 0.0 if self.swap else -r.u_span
         xk, wk, wgs = gauss_kronrod_15()
         todo = [(i, a, r.u_span) for i in range(len(vs))]
@@ -218,9 +237,13 @@ class PlaneChannel:
                     ).reshape(len(T), len(xk), -1)
             K = half[:, None] * np.einsum("j,ijk->ik", wk, vals)
             G7 = half[:, None] * np.einsum("j,ijk->ik", wgs, vals)
-            e = np.abs(K - G7)[:, -2]               # on E[M]: rows end with M, loss
             if total is None:
                 total = np.zeros((len(vs), K.shape[1]))
+            goal = self.goal
+            if goal is None:                        # E[M]: rows end with M, loss
+                goal = np.zeros(K.shape[1])
+                goal[-2] = 1.0
+            e = np.abs((K - G7) @ goal)
             share = r.u_tol * (T[:, 2] - T[:, 1]) / (r.u_span - a)
             accept = (e <= share) | (2 * half <= r.min_width)
             narrow += int(np.count_nonzero((e > share) & accept))
@@ -233,11 +256,110 @@ class PlaneChannel:
                                f"{r.u_tol} in {r.max_rounds} rounds")
         if self.swap:
             total, err = 2 * total, 2 * err
+        return total, err, narrow
+
+    def evaluate(self, x, eps: float | None = None, progress=None) -> ChannelMeans:
+        """The averages at ``x`` (``eps`` is accepted for interface compatibility: the selection
+        is the hard global minimum).  ``progress(round, intervals)`` is called per adaptive
+        round; with ``workers > 1`` the v lines are dealt out to that many processes, each
+        running its share of the rounds and calling ``progress`` itself (so it must be
+        picklable).  ``last_stats["goal_error_estimate"]`` is the adaptive rule's estimate
+        of the goal's error (``E_M_error_estimate`` when the goal is E[M]).  Raises
+        ``RuntimeError`` if the adaptive rule does not meet its tolerance."""
+        x = np.asarray(x, float)
+        t0 = time.perf_counter()
+        self.lines.last_stats = {"failed": 0, "switches": 0, "bisection_both_lost": 0}
+        self.last_stats = {}
+        vs, wv = self._v_nodes()
+        if self.workers == 1:
+            total, err, narrow = self._u_lines(x, vs, progress)
+            stats = [{**self.last_stats, **self.lines.last_stats}]
+        else:
+            parts = [np.arange(i, len(vs), self.workers) for i in range(self.workers)]
+            tasks = [(self.params, self.rule, self.gtol, self.swap, self.goal, x, vs[p],
+                      progress) for p in parts if len(p)]
+            with ProcessPoolExecutor(len(tasks)) as ex:
+                out = list(ex.map(_u_lines_task, tasks))
+            total, err = np.zeros((len(vs), out[0][0].shape[1])), np.zeros(len(vs))
+            for p, (t, e, _, _) in zip(parts, out):
+                total[p], err[p] = t, e
+            narrow = sum(o[2] for o in out)
+            stats = [o[3] for o in out]
         means = wv @ total
-        self.last_stats.update({"E_M_error_estimate": float(wv @ err), "narrow_intervals": narrow,
-                                "failed": self.lines.last_stats["failed"],
-                                "switches": self.lines.last_stats["switches"],
-                                "wall_time": time.perf_counter() - t0})
+        summed = {k: sum(s.get(k, 0) for s in stats)
+                  for k in ("failed", "switches", "lines", "transitions")}
+        self.last_stats = {**summed, "goal_error_estimate": float(wv @ err),
+                           "narrow_intervals": narrow, "wall_time": time.perf_counter() - t0}
+        if self.goal is None:
+            self.last_stats["E_M_error_estimate"] = self.last_stats["goal_error_estimate"]
         return ChannelMeans(x=x, eps=0.0 if eps is None else eps, means=means,
-                            n_atoms=len(means) - 2, n_failed=self.lines.last_stats["failed"],
-                            n_ties=0)
+                            n_atoms=len(means) - 2, n_failed=summed["failed"], n_ties=0)
+
+
+def _u_lines_task(args):
+    """One process's share of the v lines of :meth:`PlaneChannel.evaluate`."""
+    params, rule, gtol, swap, goal, x, vs, progress = args
+    ch = PlaneChannel(params, rule, gtol=gtol, swap=swap, goal=goal)
+    ch.lines.last_stats = {"failed": 0, "switches": 0, "bisection_both_lost": 0}
+    total, err, narrow = ch._u_lines(x, vs, progress)
+    return total, err, narrow, {**ch.last_stats, **ch.lines.last_stats}
+
+
+def plane_alpha_l(params: ModelParams, branch: str, record: dict, J, eps_lin: float,
+                  rule: PlaneRule = PlaneRule(), *, x0=None, workers: int = 2,
+                  gtol: float = 1e-13, max_iter: int = 8, progress=None) -> dict:
+    r"""``alpha_l`` with the fixed point of ``branch`` solved on plane-preintegrated averages.
+
+    ``record`` is a large scramble's record (of
+    :func:`~symattn.numerics.precise.refine_thresholds`): its last ``alpha``
+    (``at_alpha_l``) is kept, and :math:`\alpha_l = \alpha - (\varepsilon_g -
+    \varepsilon_{\rm lin})/s` with ``s`` its last slope of ``eps_g - eps_lin`` in alpha (as in
+    :func:`~symattn.numerics.precise.confirm_alpha_l`).  The fixed point is found by chord
+    iterations (:func:`~symattn.numerics.precise.chord_solve`, Jacobian ``J``) from ``x0``
+    (default: the scramble's fixed point), until ``alpha_l`` moves by at most ``rule.u_tol``
+    in one step.  The adaptive rule in ``u`` controls ``alpha_l`` itself
+    (:func:`~symattn.numerics.precise.alpha_l_goal`, weighted with the atoms of a 2^14-point
+    Sobol rule at ``x0``), so ``u_tol`` is in units of alpha.  Raises
+    :class:`~symattn.numerics.precise.NotConverged` if the chord does not get there.
+
+    Returns ``alpha_l``, the last change (the fixed-point term), the adaptive rule's estimate
+    at the last evaluation, the quadrature bound of ``eps_g`` over ``|s|``, the fixed point and
+    one row per evaluation."""
+    from .branches import BRANCHES
+    from .channel import OutputChannel
+    from .precise import _eps_g, alpha_l_goal, chord_solve
+    from .quadrature import SobolRule
+    from .saddle import SaddlePointMap
+
+    B = BRANCHES[branch]
+    at = record["at_alpha_l"]
+    alpha, slope = at["alpha"], record["alpha_l_slopes"][-1]
+    x0 = np.array(at["x"] if x0 is None else x0, float)
+    J = np.asarray(J, float)
+    small = SaddlePointMap(params, alpha, OutputChannel(params, SobolRule(14, 0).nodes(),
+                                                        gtol=gtol), symmetry=B.symmetry)
+    atoms = small.channel.evaluate(x0, 1e-10).atoms
+    ch = PlaneChannel(params, rule, gtol=gtol, goal=alpha_l_goal(params, branch, alpha, x0,
+                                                                 atoms, J, slope),
+                      workers=workers)
+    T = SaddlePointMap(params, alpha, ch, symmetry=B.symmetry)
+    rows, t0 = [], time.perf_counter()
+
+    def watch(state):
+        eg, bound = _eps_g(params, state.x)
+        rows.append({"x": state.x.tolist(), "eps_g": eg, "eps_g_bound": bound,
+                     "alpha_l": alpha - (eg - eps_lin) / slope,
+                     "residual": float(np.max(np.abs(state.residual(B.free)))),
+                     "adaptive": ch.last_stats["goal_error_estimate"],
+                     "lines": ch.last_stats["lines"], "wall_time": time.perf_counter() - t0})
+        if progress:
+            progress(rows[-1])
+        return rows[-1]["alpha_l"]
+
+    st, value, change, k = chord_solve(T, x0, B.free, J, watch=watch, tol=rule.u_tol,
+                                       max_iter=max_iter)
+    last = rows[-1]
+    return {"alpha_l": value, "fixed_point": change, "adaptive": last["adaptive"],
+            "eps_g_quadrature": last["eps_g_bound"] / abs(slope), "chord_steps": k,
+            "alpha": alpha, "slope": slope, "x": st.x.tolist(), "eps_g": last["eps_g"],
+            "evaluations": rows, "wall_time": time.perf_counter() - t0}

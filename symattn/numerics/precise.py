@@ -89,6 +89,7 @@ __all__ = [
     "NotConverged",
     "PreciseThresholds",
     "alpha_c_with",
+    "alpha_l_goal",
     "branch_fold",
     "chord_solve",
     "confirm_alpha_c",
@@ -313,6 +314,41 @@ def _eps_g(params, x):
     return generalisation_error(params, x[0], x[1], x[2], order=32)
 
 
+def _eps_g_gradient(params, x):
+    """``grad eps_g`` at ``x = (q, m, theta, V)`` by central differences."""
+    h = 1e-6 * np.maximum(np.abs(x), 1e-3)
+    return np.array([(_eps_g(params, x + h[i] * np.eye(4)[i])[0]
+                      - _eps_g(params, x - h[i] * np.eye(4)[i])[0]) / (2 * h[i])
+                     for i in range(4)])
+
+
+def alpha_l_goal(params: ModelParams, branch: str, alpha: float, x, atoms, J,
+                 slope: float) -> np.ndarray:
+    r"""The derivative of ``alpha_l`` with respect to the output-channel averages (atoms,
+    ``E[M]``, ``E[loss]``) at the fixed point ``x`` of ``branch`` at ``alpha``.
+
+    A change ``d`` of the atoms moves the residual by ``D d`` (``D = dT/d atoms``, from the
+    closed-form equations), the fixed point by ``-J^{-1} D d`` on the free variables, ``eps_g``
+    by its gradient times that, and ``alpha_l`` by that over ``-slope`` (the slope of
+    ``eps_g - eps_lin`` in alpha).  ``J`` need only be close (a fast rule's chord Jacobian):
+    this weights the errors the plane route's adaptive rule controls
+    (:class:`~symattn.numerics.plane.PlaneChannel`'s ``goal``), it is not part of a result."""
+    B = BRANCHES[branch]
+    free = list(B.free)
+    T = SaddlePointMap(params, alpha, None, symmetry=B.symmetry)
+    atoms = np.asarray(atoms, float)
+    Tx, _ = T._from_atoms(x, atoms)
+    D = np.empty((len(free), len(atoms)))
+    for k in range(len(atoms)):
+        h = 1e-7 * max(abs(atoms[k]), 1e-6)
+        a = atoms.copy()
+        a[k] += h
+        D[:, k] = (T._from_atoms(x, a)[0] - Tx)[free] / h
+    dx = -np.linalg.solve(np.asarray(J, float), D)           # d x_free / d atoms
+    c = -_eps_g_gradient(params, np.asarray(x, float))[free] @ dx / slope
+    return np.concatenate([c, [0.0, 0.0]])
+
+
 def _floating_point(values, n):
     """Rounding of an n-node average: unit roundoff times log2(n) times the magnitudes."""
     return np.finfo(float).eps / 2 * math.log2(n) * float(np.sum(np.abs(values)))
@@ -436,11 +472,7 @@ def _alpha_l_on_rule(params, ch, setup, hp, eps_lin):
         dx = np.zeros(4)
         dx[list(B.free)] = -np.linalg.solve(J, T.alpha_derivative(st, B.free))
         if len(alphas) == 1 or abs(alphas[-1] - alphas[-2]) < 1e-6 * abs(alpha):
-            h = 1e-6 * np.maximum(np.abs(x), 1e-3)
-            grad = np.array([(_eps_g(params, x + h[i] * np.eye(4)[i])[0]
-                              - _eps_g(params, x - h[i] * np.eye(4)[i])[0]) / (2 * h[i])
-                             for i in range(4)])
-            slopes.append(float(grad @ dx))
+            slopes.append(float(_eps_g_gradient(params, x) @ dx))
         else:
             slopes.append((gs[-1] - gs[-2]) / (alphas[-1] - alphas[-2]))
         corr = -gs[-1] / slopes[-1]
