@@ -1,21 +1,31 @@
-"""alpha_c by plane preintegration, against the scrambles of a ``--precision high`` run.
+"""alpha_c and alpha_l by plane preintegration, against the scrambles of a ``--precision high`` run.
 
-Reads the JSON of ``symattn thresholds --precision high --out F`` and recomputes ``E[M]`` at
-the fixed points of its first large scramble with :class:`symattn.numerics.plane.PlaneChannel`
-(every switch located: lines in xi_1, located count changes in xi_2, adaptive Gauss-Kronrod in
-u, Gauss-Hermite in v), for each order in ``--v-orders``; ``alpha_c`` follows as in the second
-route (``symattn.numerics.precise.alpha_c_with``: the fixed points enter at second order).
+Reads the JSON of ``symattn thresholds --precision high --out F``.
 
-Error bar of the last order: the change from the previous order, plus the adaptive rule's
-estimate (its Kronrod-Gauss differences) carried to alpha_c; with ``--refine`` also the change
-when the counting grid in xi_2 and the detection cells in xi_1 are doubled at the last order.
+alpha_c (default): recomputes ``E[M]`` at the fixed points of its first large scramble with
+:class:`symattn.numerics.plane.PlaneChannel` (every switch located: lines in xi_1, located
+count changes in xi_2, adaptive Gauss-Kronrod in u, Gauss-Hermite in v), for each order in
+``--v-orders``; ``alpha_c`` follows as in the second route
+(``symattn.numerics.precise.alpha_c_with``: the fixed points enter at second order).  Error
+bar of the last order: the change from the previous order, plus the adaptive rule's estimate
+(its Kronrod-Gauss differences) carried to alpha_c; with ``--refine`` also the change when the
+counting grid in xi_2 and the detection cells in xi_1 are doubled at the last order.  One
+process per branch; orders 12 and 16 take about 50 minutes on 2 cores.
 
-Each (branch, order) result is appended to ``--out`` as it finishes; a rerun skips those already
-there.  Two processes.  Orders 12 and 16 take about 50 minutes on 2 cores at the
-defaults.
+alpha_l (``--alpha-l``): the fixed point of the alpha_l branch re-solved on plane averages
+(:func:`symattn.numerics.plane.plane_alpha_l`: chord iterations from the scramble's fixed
+point with the fast rule's Jacobian, the adaptive rule steered by alpha_l itself, so
+``--u-tol`` is in units of alpha), for each order; each order after the first starts from the
+previous one's fixed point.  Error bar of the last order: the change from the previous order,
+the adaptive estimate, the last chord change (fixed point), the slope's relative error times
+the step in alpha (as in ``confirm_alpha_l``) and eps_g's quadrature bound.  The v lines are
+shared by two processes.
 
-    python benchmarks/bench_plane.py --json high.json [--v-orders 12,16] [--u-tol 1e-10]
-                                     [--grid 64] [--cells 56] [--refine] [--out plane.json]
+Each result is appended to ``--out`` as it finishes; a rerun skips those already there.
+
+    python benchmarks/bench_plane.py --json high.json [--alpha-l] [--v-orders 12,16]
+        [--u-tol 1e-10] [--min-width 2e-7] [--grid 64] [--cells 56] [--follow-steps 4]
+        [--refine] [--out plane.json]
 """
 
 from __future__ import annotations
@@ -31,91 +41,196 @@ from pathlib import Path
 import numpy as np
 
 from symattn.model import ModelParams
-from symattn.numerics.plane import PlaneChannel, PlaneRule
+from symattn.numerics.branches import BRANCHES
+from symattn.numerics.channel import OutputChannel
+from symattn.numerics.plane import PlaneChannel, PlaneRule, plane_alpha_l
 from symattn.numerics.precise import alpha_c_with
 from symattn.numerics.preintegration import LineRule
+from symattn.numerics.quadrature import SobolRule
+from symattn.numerics.saddle import SaddlePointMap
+
+
+def _rule(args, v_order, grid, cells):
+    return PlaneRule(v_order=v_order, u_tol=args.u_tol, min_width=args.min_width, grid=grid,
+                     line=LineRule(cells=cells, follow_steps=args.follow_steps))
+
+
+class _Say:
+    """Progress of one (branch, order): picklable, so worker processes can call it."""
+
+    def __init__(self, label):
+        self.label, self.t0 = label, time.perf_counter()
+
+    def __call__(self, rnd, n):
+        print(f"  {self.label}: round {rnd}, {n} intervals "
+              f"({time.perf_counter() - self.t0:.0f} s)", flush=True)
 
 
 def _task(args):
-    params, x, branch, v_order, u_tol, grid, cells = args
+    params, x, branch, v_order, grid, cells, opts = args
     t0 = time.perf_counter()
-    ch = PlaneChannel(params, PlaneRule(v_order=v_order, u_tol=u_tol, grid=grid,
-                                        line=LineRule(cells=cells)))
-
-    def say(rnd, n):
-        print(f"  {branch} v_order {v_order}: round {rnd}, {n} intervals "
-              f"({time.perf_counter() - t0:.0f} s)", flush=True)
-
-    st = ch.evaluate(x, progress=say)
+    ch = PlaneChannel(params, _rule(opts, v_order, grid, cells))
+    st = ch.evaluate(x, progress=_Say(f"{branch} v_order {v_order}"))
     if st.n_failed:
         raise RuntimeError(f"{st.n_failed} prox solves failed")
-    return {"branch": branch, "v_order": v_order, "u_tol": u_tol, "grid": grid, "cells": cells,
+    return {"branch": branch, "v_order": v_order, "grid": grid, "cells": cells, **_settings(opts),
             "E_M": st.E_M, **ch.last_stats, "wall_time": time.perf_counter() - t0}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json", required=True, help="output of symattn thresholds --precision high")
-    ap.add_argument("--v-orders", default="12,16")
-    ap.add_argument("--u-tol", type=float, default=1e-10)
-    ap.add_argument("--grid", type=int, default=64)
-    ap.add_argument("--cells", type=int, default=56)
-    ap.add_argument("--refine", action="store_true",
-                    help="also the last order with 2x grid and 2x cells")
-    ap.add_argument("--out", default="plane.json")
-    args = ap.parse_args()
-    try:
-        high = json.loads(Path(args.json).read_text())
-        rule = high["per_rule"][0]
-        params = ModelParams(**{k: high["params"][k] for k in ("sigma", "lam", "omega", "A")})
-        orders = [int(v) for v in args.v_orders.split(",")]
-    except (OSError, KeyError, ValueError) as exc:
-        print(f"bench_plane: cannot use {args.json}: {exc}", file=sys.stderr)
-        sys.exit(2)
-    configs = [(o, args.grid, args.cells) for o in orders]
-    if args.refine:
-        configs.append((orders[-1], 2 * args.grid, 2 * args.cells))
-    out_path = Path(args.out)
-    done = json.loads(out_path.read_text()) if out_path.exists() else []
-    key = lambda r: (r["branch"], r["v_order"], r["u_tol"], r["grid"], r["cells"])
-    have = {key(r) for r in done}
-    tasks = [(params, np.array(rule["at_alpha_c"][b]["x"]), b, o, args.u_tol, g, c)
+def _settings(opts):
+    return {"u_tol": opts.u_tol, "min_width": opts.min_width, "follow_steps": opts.follow_steps}
+
+
+def _key(r):
+    return tuple(r.get(k) for k in ("kind", "branch", "v_order", "grid", "cells", "u_tol",
+                                    "min_width", "follow_steps"))
+
+
+class _Results:
+    """The ``--out`` file: a list of records, rewritten atomically after each one."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.done = json.loads(self.path.read_text()) if self.path.exists() else []
+
+    def get(self, key):
+        return next((r for r in self.done if _key(r) == key), None)
+
+    def add(self, rec):
+        self.done.append(rec)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(self.done, indent=1))
+        os.replace(tmp, self.path)
+
+
+def _fast_jacobian(params, high, branch, alpha, x):
+    """The chord Jacobian as ``--precision high`` builds it: the fast rule's smoothed map at
+    ``x`` (the fast rule of the run's settings, smoothing ``jac_eps``)."""
+    fast, hp = high["settings"]["fast"], high["settings"]["high"]
+    B = BRANCHES[branch]
+    ch = OutputChannel(params, SobolRule(fast["log2_n"], fast["seed"]).nodes(), gtol=hp["gtol"])
+    T = SaddlePointMap(params, alpha, ch, symmetry=B.symmetry)
+    return T.jacobian(T(x, hp["jac_eps"]), B.free)
+
+
+def run_alpha_c(args, high, params, configs, results):
+    rule = high["per_rule"][0]
+    tasks = [(params, np.array(rule["at_alpha_c"][b]["x"]), b, o, g, c, args)
              for o, g, c in configs for b in ("positional", "semantic")
-             if (b, o, args.u_tol, g, c) not in have]
+             if not results.get(("alpha_c", b, o, g, c, *_settings(args).values()))]
     with ProcessPoolExecutor(2) as ex:
         for r in ex.map(_task, tasks):
-            done.append(r)
-            tmp = out_path.with_name(out_path.name + ".tmp")
-            tmp.write_text(json.dumps(done, indent=1))
-            os.replace(tmp, out_path)
+            r["kind"] = "alpha_c"
+            results.add(r)
             print(f"{r['branch']} v_order {r['v_order']} grid {r['grid']} cells {r['cells']}: "
                   f"E[M] = {r['E_M']:.13f} (adaptive estimate {r['E_M_error_estimate']:.1e}, "
                   f"{r['lines']} lines, {r['wall_time']:.0f} s)", flush=True)
-    res = {key(r): r for r in done}
     alpha = rule["alpha_c_steps"][-1]
     dE = rule["at_alpha_c"]["positional"]["E_M"] - rule["at_alpha_c"]["semantic"]["E_M"]
     rows = []
     print(f"\n{'v_order':>7} {'grid':>5} {'cells':>5} {'E[M] pos':>17} {'E[M] sem':>17} "
           f"{'alpha_c':>13} {'adaptive':>9}")
     for o, g, c in configs:
-        p, s = res[("positional", o, args.u_tol, g, c)], res[("semantic", o, args.u_tol, g, c)]
+        p, s = (results.get(("alpha_c", b, o, g, c, *_settings(args).values()))
+                for b in ("positional", "semantic"))
         ac = alpha_c_with(rule, p["E_M"], s["E_M"])
         ad = alpha / abs(dE) * (p["E_M_error_estimate"] + s["E_M_error_estimate"])
         rows.append((o, g, c, ac, ad))
         print(f"{o:7d} {g:5d} {c:5d} {p['E_M']:17.13f} {s['E_M']:17.13f} {ac:13.9f} {ad:9.1e}")
-    plain = [r for r in rows if r[1] == args.grid]
+    parts = {"adaptive": rows[len(args.orders) - 1][4]}
+    return rows, parts
+
+
+def run_alpha_l(args, high, params, configs, results):
+    branch = high["alpha_l_branch"]
+    if branch not in ("semantic", "positional"):
+        print(f"bench_plane: alpha_l = alpha_c here ({branch}); nothing separate to compute",
+              file=sys.stderr)
+        sys.exit(2)
+    rule = high["per_rule"][0]
+    at = rule["at_alpha_l"]
+    J = _fast_jacobian(params, high, branch, at["alpha"], np.array(at["x"]))
+    rows, x0 = [], None
+    for o, g, c in configs:
+        key = ("alpha_l", branch, o, g, c, *_settings(args).values())
+        r = results.get(key)
+        if r is None:
+            t0 = time.perf_counter()
+
+            def say(row, o=o):
+                print(f"  v_order {o}: alpha_l = {row['alpha_l']:.10f}, residual "
+                      f"{row['residual']:.1e}, adaptive estimate {row['adaptive']:.1e} "
+                      f"({time.perf_counter() - t0:.0f} s)", flush=True)
+
+            r = plane_alpha_l(params, branch, rule, J, high["eps_lin"], _rule(args, o, g, c),
+                              x0=x0, workers=2, progress=say)
+            r.update({"kind": "alpha_l", "branch": branch, "v_order": o, "grid": g, "cells": c,
+                      **_settings(args)})
+            results.add(r)
+        x0 = r["x"]
+        rows.append((o, g, c, r["alpha_l"], r["adaptive"]))
+        print(f"v_order {o} grid {g} cells {c}: alpha_l = {r['alpha_l']:.10f} (adaptive "
+              f"estimate {r['adaptive']:.1e}, last chord change {r['fixed_point']:.1e}, "
+              f"{len(r['evaluations'])} evaluations, {r['wall_time']:.0f} s)", flush=True)
+    last = results.get(("alpha_l", branch, *configs[len(args.orders) - 1],
+                        *_settings(args).values()))
+    slopes = rule["alpha_l_slopes"]
+    e = abs(slopes[-1] - slopes[-2]) / abs(slopes[-1]) if len(slopes) > 1 else 1.0
+    parts = {"adaptive": last["adaptive"], "fixed_point": last["fixed_point"],
+             "slope": e * abs(last["alpha_l"] - at["alpha"]),
+             "eps_g_quadrature": last["eps_g_quadrature"]}
+    return rows, parts
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", required=True, help="output of symattn thresholds --precision high")
+    ap.add_argument("--alpha-l", action="store_true", help="alpha_l instead of alpha_c")
+    ap.add_argument("--v-orders", default="12,16")
+    ap.add_argument("--u-tol", type=float, default=None,
+                    help="adaptive tolerance: on E[M] for alpha_c (default 1e-10), on alpha_l "
+                         "itself for --alpha-l (default 3e-7)")
+    ap.add_argument("--min-width", type=float, default=None,
+                    help="narrowest u interval (default 2e-7; 0.034 for --alpha-l)")
+    ap.add_argument("--grid", type=int, default=64)
+    ap.add_argument("--cells", type=int, default=56)
+    ap.add_argument("--follow-steps", type=int, default=4)
+    ap.add_argument("--refine", action="store_true",
+                    help="also the last order with 2x grid and 2x cells")
+    ap.add_argument("--out", default="plane.json")
+    args = ap.parse_args()
+    what = "alpha_l" if args.alpha_l else "alpha_c"
+    if args.u_tol is None:
+        args.u_tol = 3e-7 if args.alpha_l else 1e-10
+    if args.min_width is None:
+        args.min_width = 0.034 if args.alpha_l else 2e-7
+    try:
+        high = json.loads(Path(args.json).read_text())
+        params = ModelParams(**{k: high["params"][k] for k in ("sigma", "lam", "omega", "A")})
+        high["per_rule"][0]["at_alpha_l" if args.alpha_l else "at_alpha_c"]
+        args.orders = [int(v) for v in args.v_orders.split(",")]
+        _rule(args, args.orders[0], args.grid, args.cells)
+        results = _Results(args.out)
+    except (OSError, KeyError, IndexError, ValueError) as exc:
+        print(f"bench_plane: cannot use {args.json} with these settings: {exc}", file=sys.stderr)
+        sys.exit(2)
+    configs = [(o, args.grid, args.cells) for o in args.orders]
+    if args.refine:
+        configs.append((args.orders[-1], 2 * args.grid, 2 * args.cells))
+    rows, parts = (run_alpha_l if args.alpha_l else run_alpha_c)(args, high, params, configs,
+                                                                  results)
+    plain = rows[:len(args.orders)]
     value = plain[-1][3]
-    parts = {"v_order": abs(plain[-1][3] - plain[-2][3]) if len(plain) > 1 else float("inf"),
-             "adaptive": plain[-1][4]}
+    parts["v_order"] = abs(plain[-1][3] - plain[-2][3]) if len(plain) > 1 else float("inf")
     if args.refine:
         parts["grid_and_cells"] = abs(rows[-1][3] - value)
     err = sum(parts.values())
-    print(f"\nplane route: alpha_c = {value:.9f} +- {err:.1e} "
+    print(f"\nplane route: {what} = {value:.9f} +- {err:.1e} "
           f"({', '.join(f'{k} {v:.1e}' for k, v in parts.items())}"
           f"{'' if args.refine else '; grid and cells not measured: --refine'})")
-    first = (high["alpha_c"], high["alpha_c_err"])
+    first = (high[what], high[what + "_err"])
     agree = abs(value - first[0]) <= err + first[1]
-    print(f"scrambles:   alpha_c = {first[0]:.9f} +- {first[1]:.1e}; "
+    print(f"scrambles:   {what} = {first[0]:.9f} +- {first[1]:.1e}; "
           f"{'agree' if agree else 'DISAGREE'} within the two error bars "
           f"(difference {value - first[0]:+.1e})")
 
