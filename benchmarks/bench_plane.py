@@ -8,8 +8,9 @@ count changes in xi_2, adaptive Gauss-Kronrod in u, Gauss-Hermite in v), for eac
 ``--v-orders``; ``alpha_c`` follows as in the second route
 (``symattn.numerics.precise.alpha_c_with``: the fixed points enter at second order).  Error
 bar of the last order: the change from the previous order, plus the adaptive rule's estimate
-(its Kronrod-Gauss differences) carried to alpha_c; with ``--refine`` also the change when the
-counting grid in xi_2 and the detection cells in xi_1 are doubled at the last order.  One
+(its Kronrod-Gauss differences) carried to alpha_c; with ``--refine grid,cells,follow`` (any
+subset) also the change when the counting grid in xi_2, the detection cells in xi_1 or the
+continuation steps across a cell are doubled at the last order.  One
 process per branch; orders 12 and 16 take about 50 minutes on 2 cores.
 
 alpha_l (``--alpha-l``): the fixed point of the alpha_l branch re-solved on plane averages
@@ -18,14 +19,16 @@ point with the fast rule's Jacobian, the adaptive rule steered by alpha_l itself
 ``--u-tol`` is in units of alpha), for each order; each order after the first starts from the
 previous one's fixed point.  Error bar of the last order: the change from the previous order,
 the adaptive estimate, the last chord change (fixed point), the slope's relative error times
-the step in alpha (as in ``confirm_alpha_l``) and eps_g's quadrature bound.  The v lines are
-shared by two processes.
+the step in alpha (as in ``confirm_alpha_l``) and eps_g's quadrature bound; with ``--refine``
+one evaluation of the refined rule at the last fixed point, whose change of the averages moves
+alpha_l by the goal's weights times it (a chord step, to first order).  The v lines are shared
+by two processes.
 
 Each result is appended to ``--out`` as it finishes; a rerun skips those already there.
 
     python benchmarks/bench_plane.py --json high.json [--alpha-l] [--v-orders 12,16]
         [--u-tol 1e-10] [--min-width 2e-7] [--grid 64] [--cells 56] [--follow-steps 4]
-        [--refine] [--out plane.json]
+        [--refine grid,cells,follow] [--out plane.json]
 """
 
 from __future__ import annotations
@@ -50,9 +53,9 @@ from symattn.numerics.quadrature import SobolRule
 from symattn.numerics.saddle import SaddlePointMap
 
 
-def _rule(args, v_order, grid, cells):
+def _rule(args, v_order, grid, cells, follow):
     return PlaneRule(v_order=v_order, u_tol=args.u_tol, min_width=args.min_width, grid=grid,
-                     line=LineRule(cells=cells, follow_steps=args.follow_steps))
+                     line=LineRule(cells=cells, follow_steps=follow))
 
 
 class _Say:
@@ -67,23 +70,33 @@ class _Say:
 
 
 def _task(args):
-    params, x, branch, v_order, grid, cells, opts = args
+    params, x, branch, (v_order, grid, cells, follow), opts = args
     t0 = time.perf_counter()
-    ch = PlaneChannel(params, _rule(opts, v_order, grid, cells))
+    ch = PlaneChannel(params, _rule(opts, v_order, grid, cells, follow))
     st = ch.evaluate(x, progress=_Say(f"{branch} v_order {v_order}"))
     if st.n_failed:
         raise RuntimeError(f"{st.n_failed} prox solves failed")
-    return {"branch": branch, "v_order": v_order, "grid": grid, "cells": cells, **_settings(opts),
+    return {"branch": branch, **_config(v_order, grid, cells, follow), **_settings(opts),
             "E_M": st.E_M, **ch.last_stats, "wall_time": time.perf_counter() - t0}
 
 
+def _config(v_order, grid, cells, follow):
+    return {"v_order": v_order, "grid": grid, "cells": cells, "follow_steps": follow}
+
+
 def _settings(opts):
-    return {"u_tol": opts.u_tol, "min_width": opts.min_width, "follow_steps": opts.follow_steps}
+    return {"u_tol": opts.u_tol, "min_width": opts.min_width}
+
+
+_KEYS = ("kind", "branch", "v_order", "grid", "cells", "follow_steps", "u_tol", "min_width")
 
 
 def _key(r):
-    return tuple(r.get(k) for k in ("kind", "branch", "v_order", "grid", "cells", "u_tol",
-                                    "min_width", "follow_steps"))
+    return tuple(r.get(k) for k in _KEYS)
+
+
+def _key_of(kind, branch, config, opts):
+    return (kind, branch, *config, *_settings(opts).values())
 
 
 class _Results:
@@ -115,29 +128,32 @@ def _fast_jacobian(params, high, branch, alpha, x):
 
 def run_alpha_c(args, high, params, configs, results):
     rule = high["per_rule"][0]
-    tasks = [(params, np.array(rule["at_alpha_c"][b]["x"]), b, o, g, c, args)
-             for o, g, c in configs for b in ("positional", "semantic")
-             if not results.get(("alpha_c", b, o, g, c, *_settings(args).values()))]
+    tasks = [(params, np.array(rule["at_alpha_c"][b]["x"]), b, cf, args)
+             for cf in configs for b in ("positional", "semantic")
+             if not results.get(_key_of("alpha_c", b, cf, args))]
     with ProcessPoolExecutor(2) as ex:
         for r in ex.map(_task, tasks):
             r["kind"] = "alpha_c"
             results.add(r)
-            print(f"{r['branch']} v_order {r['v_order']} grid {r['grid']} cells {r['cells']}: "
+            print(f"{r['branch']} v_order {r['v_order']} grid {r['grid']} cells {r['cells']} "
+                  f"follow {r['follow_steps']}: "
                   f"E[M] = {r['E_M']:.13f} (adaptive estimate {r['E_M_error_estimate']:.1e}, "
                   f"{r['lines']} lines, {r['wall_time']:.0f} s)", flush=True)
     alpha = rule["alpha_c_steps"][-1]
     dE = rule["at_alpha_c"]["positional"]["E_M"] - rule["at_alpha_c"]["semantic"]["E_M"]
     rows = []
-    print(f"\n{'v_order':>7} {'grid':>5} {'cells':>5} {'E[M] pos':>17} {'E[M] sem':>17} "
-          f"{'alpha_c':>13} {'adaptive':>9}")
-    for o, g, c in configs:
-        p, s = (results.get(("alpha_c", b, o, g, c, *_settings(args).values()))
-                for b in ("positional", "semantic"))
+    print(f"\n{'v_order':>7} {'grid':>5} {'cells':>5} {'follow':>6} {'E[M] pos':>17} "
+          f"{'E[M] sem':>17} {'alpha_c':>13} {'adaptive':>9}")
+    for cf in configs:
+        p, s = (results.get(_key_of("alpha_c", b, cf, args)) for b in ("positional", "semantic"))
         ac = alpha_c_with(rule, p["E_M"], s["E_M"])
         ad = alpha / abs(dE) * (p["E_M_error_estimate"] + s["E_M_error_estimate"])
-        rows.append((o, g, c, ac, ad))
-        print(f"{o:7d} {g:5d} {c:5d} {p['E_M']:17.13f} {s['E_M']:17.13f} {ac:13.9f} {ad:9.1e}")
-    parts = {"adaptive": rows[len(args.orders) - 1][4]}
+        rows.append((*cf, ac, ad))
+        print(f"{cf[0]:7d} {cf[1]:5d} {cf[2]:5d} {cf[3]:6d} {p['E_M']:17.13f} "
+              f"{s['E_M']:17.13f} {ac:13.9f} {ad:9.1e}")
+    parts = {"adaptive": rows[len(args.orders) - 1][-1]}
+    if len(configs) > len(args.orders):
+        parts["refined"] = abs(rows[-1][-2] - rows[len(args.orders) - 1][-2])
     return rows, parts
 
 
@@ -151,9 +167,9 @@ def run_alpha_l(args, high, params, configs, results):
     at = rule["at_alpha_l"]
     J = _fast_jacobian(params, high, branch, at["alpha"], np.array(at["x"]))
     rows, x0 = [], None
-    for o, g, c in configs:
-        key = ("alpha_l", branch, o, g, c, *_settings(args).values())
-        r = results.get(key)
+    for cf in configs[:len(args.orders)]:
+        o = cf[0]
+        r = results.get(_key_of("alpha_l", branch, cf, args))
         if r is None:
             t0 = time.perf_counter()
 
@@ -162,23 +178,44 @@ def run_alpha_l(args, high, params, configs, results):
                       f"{row['residual']:.1e}, adaptive estimate {row['adaptive']:.1e} "
                       f"({time.perf_counter() - t0:.0f} s)", flush=True)
 
-            r = plane_alpha_l(params, branch, rule, J, high["eps_lin"], _rule(args, o, g, c),
+            r = plane_alpha_l(params, branch, rule, J, high["eps_lin"], _rule(args, *cf),
                               x0=x0, workers=2, progress=say)
-            r.update({"kind": "alpha_l", "branch": branch, "v_order": o, "grid": g, "cells": c,
-                      **_settings(args)})
+            r.update({"kind": "alpha_l", "branch": branch, **_config(*cf), **_settings(args)})
             results.add(r)
         x0 = r["x"]
-        rows.append((o, g, c, r["alpha_l"], r["adaptive"]))
-        print(f"v_order {o} grid {g} cells {c}: alpha_l = {r['alpha_l']:.10f} (adaptive "
-              f"estimate {r['adaptive']:.1e}, last chord change {r['fixed_point']:.1e}, "
+        rows.append((*cf, r["alpha_l"], r["adaptive"]))
+        print(f"v_order {o}: alpha_l = {r['alpha_l']:.10f} (adaptive estimate "
+              f"{r['adaptive']:.1e}, last chord change {r['fixed_point']:.1e}, "
               f"{len(r['evaluations'])} evaluations, {r['wall_time']:.0f} s)", flush=True)
-    last = results.get(("alpha_l", branch, *configs[len(args.orders) - 1],
-                        *_settings(args).values()))
+    last = r
+    refined = None
+    if len(configs) > len(args.orders):
+        # one evaluation with the refined rule at the last fixed point; alpha_l moves by the
+        # goal times the change of the averages (to first order: a chord step)
+        cf = configs[-1]
+        refined = results.get(_key_of("alpha_l_refined", branch, cf, args))
+        if refined is None:
+            t0 = time.perf_counter()
+            ch = PlaneChannel(params, _rule(args, *cf), goal=last["goal"], workers=2)
+            st = ch.evaluate(np.array(last["x"]), progress=_Say(f"refined v_order {cf[0]}"))
+            if st.n_failed:
+                raise RuntimeError(f"{st.n_failed} prox solves failed")
+            refined = {"kind": "alpha_l_refined", "branch": branch, **_config(*cf),
+                       **_settings(args), "means": st.means.tolist(),
+                       "shift": float(np.dot(last["goal"],
+                                             st.means - np.array(last["means"]))),
+                       **ch.last_stats, "wall_time": time.perf_counter() - t0}
+            results.add(refined)
+        rows.append((*cf, last["alpha_l"] + refined["shift"], refined["goal_error_estimate"]))
+        print(f"refined (grid {cf[1]}, cells {cf[2]}, follow {cf[3]}): alpha_l moves by "
+              f"{refined['shift']:+.1e} ({refined['wall_time']:.0f} s)")
     slopes = rule["alpha_l_slopes"]
     e = abs(slopes[-1] - slopes[-2]) / abs(slopes[-1]) if len(slopes) > 1 else 1.0
     parts = {"adaptive": last["adaptive"], "fixed_point": last["fixed_point"],
              "slope": e * abs(last["alpha_l"] - at["alpha"]),
              "eps_g_quadrature": last["eps_g_quadrature"]}
+    if refined is not None:
+        parts["refined"] = abs(refined["shift"])
     return rows, parts
 
 
@@ -195,8 +232,9 @@ def main():
     ap.add_argument("--grid", type=int, default=64)
     ap.add_argument("--cells", type=int, default=56)
     ap.add_argument("--follow-steps", type=int, default=4)
-    ap.add_argument("--refine", action="store_true",
-                    help="also the last order with 2x grid and 2x cells")
+    ap.add_argument("--refine", default="",
+                    help="comma-separated subset of grid,cells,follow: also the last order with "
+                         "those doubled (for --alpha-l one evaluation at its fixed point)")
     ap.add_argument("--out", default="plane.json")
     args = ap.parse_args()
     what = "alpha_l" if args.alpha_l else "alpha_c"
@@ -209,25 +247,29 @@ def main():
         params = ModelParams(**{k: high["params"][k] for k in ("sigma", "lam", "omega", "A")})
         high["per_rule"][0]["at_alpha_l" if args.alpha_l else "at_alpha_c"]
         args.orders = [int(v) for v in args.v_orders.split(",")]
-        _rule(args, args.orders[0], args.grid, args.cells)
+        _rule(args, args.orders[0], args.grid, args.cells, args.follow_steps)
+        refine = {r for r in args.refine.split(",") if r}
+        if refine - {"grid", "cells", "follow"}:
+            raise ValueError(f"--refine takes grid, cells, follow: {args.refine!r}")
         results = _Results(args.out)
     except (OSError, KeyError, IndexError, ValueError) as exc:
         print(f"bench_plane: cannot use {args.json} with these settings: {exc}", file=sys.stderr)
         sys.exit(2)
-    configs = [(o, args.grid, args.cells) for o in args.orders]
-    if args.refine:
-        configs.append((args.orders[-1], 2 * args.grid, 2 * args.cells))
+    configs = [(o, args.grid, args.cells, args.follow_steps) for o in args.orders]
+    if refine:
+        configs.append((args.orders[-1], *(2 * v if k in refine else v for k, v in
+                                           (("grid", args.grid), ("cells", args.cells),
+                                            ("follow", args.follow_steps)))))
     rows, parts = (run_alpha_l if args.alpha_l else run_alpha_c)(args, high, params, configs,
                                                                   results)
     plain = rows[:len(args.orders)]
-    value = plain[-1][3]
-    parts["v_order"] = abs(plain[-1][3] - plain[-2][3]) if len(plain) > 1 else float("inf")
-    if args.refine:
-        parts["grid_and_cells"] = abs(rows[-1][3] - value)
+    value = plain[-1][-2]
+    parts["v_order"] = abs(plain[-1][-2] - plain[-2][-2]) if len(plain) > 1 else float("inf")
     err = sum(parts.values())
+    missing = {"grid", "cells", "follow"} - refine
     print(f"\nplane route: {what} = {value:.9f} +- {err:.1e} "
           f"({', '.join(f'{k} {v:.1e}' for k, v in parts.items())}"
-          f"{'' if args.refine else '; grid and cells not measured: --refine'})")
+          f"{'; not measured: ' + ', '.join(sorted(missing)) + ' (--refine)' if missing else ''})")
     first = (high[what], high[what + "_err"])
     agree = abs(value - first[0]) <= err + first[1]
     print(f"scrambles:   {what} = {first[0]:.9f} +- {first[1]:.1e}; "

@@ -323,8 +323,10 @@ def plane_alpha_l(params: ModelParams, branch: str, record: dict, J, eps_lin: fl
     :class:`~symattn.numerics.precise.NotConverged` if the chord does not get there.
 
     Returns ``alpha_l``, the last change (the fixed-point term), the adaptive rule's estimate
-    at the last evaluation, the quadrature bound of ``eps_g`` over ``|s|``, the fixed point and
-    one row per evaluation."""
+    at the last evaluation, the quadrature bound of ``eps_g`` over ``|s|``, the fixed point, the
+    averages of the last evaluation and the goal's weights (so ``goal @ (means' - means)``
+    is the change of ``alpha_l`` another rule would make, to first order) and one row per
+    evaluation."""
     from .branches import BRANCHES
     from .channel import OutputChannel
     from .precise import _eps_g, alpha_l_goal, chord_solve
@@ -362,4 +364,5 @@ def plane_alpha_l(params: ModelParams, branch: str, record: dict, J, eps_lin: fl
     return {"alpha_l": value, "fixed_point": change, "adaptive": last["adaptive"],
             "eps_g_quadrature": last["eps_g_bound"] / abs(slope), "chord_steps": k,
             "alpha": alpha, "slope": slope, "x": st.x.tolist(), "eps_g": last["eps_g"],
+            "means": st.channel.means.tolist(), "goal": ch.goal.tolist(),
             "evaluations": rows, "wall_time": time.perf_counter() - t0}
