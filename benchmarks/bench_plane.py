@@ -10,19 +10,20 @@ count changes in xi_2, adaptive Gauss-Kronrod in u, Gauss-Hermite in v), for eac
 bar of the last order: the change from the previous order, plus the adaptive rule's estimate
 (its Kronrod-Gauss differences) carried to alpha_c; with ``--refine grid,cells,follow`` (any
 subset) also the change when the counting grid in xi_2, the detection cells in xi_1 or the
-continuation steps across a cell are doubled at the last order.  One
-process per branch; orders 12 and 16 take about 50 minutes on 2 cores.
+continuation steps across a cell are doubled at the last order.  One process per branch;
+orders 12 and 16 take about 50 minutes on 2 cores.
 
 alpha_l (``--alpha-l``): the fixed point of the alpha_l branch re-solved on plane averages
 (:func:`symattn.numerics.plane.plane_alpha_l`: chord iterations from the scramble's fixed
 point with the fast rule's Jacobian, the adaptive rule steered by alpha_l itself, so
-``--u-tol`` is in units of alpha), for each order; each order after the first starts from the
-previous one's fixed point.  Error bar of the last order: the change from the previous order,
-the adaptive estimate, the last chord change (fixed point), the slope's relative error times
-the step in alpha (as in ``confirm_alpha_l``) and eps_g's quadrature bound; with ``--refine``
-one evaluation of the refined rule at the last fixed point, whose change of the averages moves
-alpha_l by the goal's weights times it (a chord step, to first order).  The v lines are shared
-by two processes.
+``--u-tol`` is in units of alpha), for each order in the order listed, each after the first
+starting from the previous one's fixed point.  The result is the highest order's.  Error bar:
+its change from the next lower order, the adaptive estimate, the last chord change (fixed
+point), the slope's relative error times the step in alpha (as in ``confirm_alpha_l``) and
+eps_g's quadrature bound; with ``--refine``, one evaluation of the refined rule at the fixed
+point of the order listed last (list a low order last to make it cheap), its change of the
+averages carried to alpha_l by the goal's weights (a chord step, to first order).  The v lines
+are shared by two processes.
 
 Each result is appended to ``--out`` as it finishes; a rerun skips those already there.
 
@@ -166,7 +167,7 @@ def run_alpha_l(args, high, params, configs, results):
     rule = high["per_rule"][0]
     at = rule["at_alpha_l"]
     J = _fast_jacobian(params, high, branch, at["alpha"], np.array(at["x"]))
-    rows, x0 = [], None
+    rows, recs, x0 = [], {}, None
     for cf in configs[:len(args.orders)]:
         o = cf[0]
         r = results.get(_key_of("alpha_l", branch, cf, args))
@@ -183,30 +184,33 @@ def run_alpha_l(args, high, params, configs, results):
             r.update({"kind": "alpha_l", "branch": branch, **_config(*cf), **_settings(args)})
             results.add(r)
         x0 = r["x"]
+        recs[o] = r
         rows.append((*cf, r["alpha_l"], r["adaptive"]))
         print(f"v_order {o}: alpha_l = {r['alpha_l']:.10f} (adaptive estimate "
               f"{r['adaptive']:.1e}, last chord change {r['fixed_point']:.1e}, "
               f"{len(r['evaluations'])} evaluations, {r['wall_time']:.0f} s)", flush=True)
-    last = r
+    last = recs[max(recs)]      # the result: the highest order
     refined = None
     if len(configs) > len(args.orders):
-        # one evaluation with the refined rule at the last fixed point; alpha_l moves by the
-        # goal times the change of the averages (to first order: a chord step)
+        # one evaluation with the refined rule at the fixed point of the order listed last
+        # (list a low order last to make this cheap); alpha_l moves by the goal times the
+        # change of the averages (to first order: a chord step)
         cf = configs[-1]
+        base = recs[cf[0]]
         refined = results.get(_key_of("alpha_l_refined", branch, cf, args))
         if refined is None:
             t0 = time.perf_counter()
-            ch = PlaneChannel(params, _rule(args, *cf), goal=last["goal"], workers=2)
-            st = ch.evaluate(np.array(last["x"]), progress=_Say(f"refined v_order {cf[0]}"))
+            ch = PlaneChannel(params, _rule(args, *cf), goal=base["goal"], workers=2)
+            st = ch.evaluate(np.array(base["x"]), progress=_Say(f"refined v_order {cf[0]}"))
             if st.n_failed:
                 raise RuntimeError(f"{st.n_failed} prox solves failed")
             refined = {"kind": "alpha_l_refined", "branch": branch, **_config(*cf),
                        **_settings(args), "means": st.means.tolist(),
-                       "shift": float(np.dot(last["goal"],
-                                             st.means - np.array(last["means"]))),
+                       "shift": float(np.dot(base["goal"],
+                                             st.means - np.array(base["means"]))),
                        **ch.last_stats, "wall_time": time.perf_counter() - t0}
             results.add(refined)
-        rows.append((*cf, last["alpha_l"] + refined["shift"], refined["goal_error_estimate"]))
+        rows.append((*cf, base["alpha_l"] + refined["shift"], refined["goal_error_estimate"]))
         print(f"refined (grid {cf[1]}, cells {cf[2]}, follow {cf[3]}): alpha_l moves by "
               f"{refined['shift']:+.1e} ({refined['wall_time']:.0f} s)")
     slopes = rule["alpha_l_slopes"]
@@ -262,7 +266,7 @@ def main():
                                             ("follow", args.follow_steps)))))
     rows, parts = (run_alpha_l if args.alpha_l else run_alpha_c)(args, high, params, configs,
                                                                   results)
-    plain = rows[:len(args.orders)]
+    plain = sorted(rows[:len(args.orders)])      # by order: the result is the highest
     value = plain[-1][-2]
     parts["v_order"] = abs(plain[-1][-2] - plain[-2][-2]) if len(plain) > 1 else float("inf")
     err = sum(parts.values())
