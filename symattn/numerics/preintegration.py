@@ -15,7 +15,7 @@ Moreau objective switches (the atoms jump there and ``M`` has a kink).  Along ea
    both branches end inside the cell: each continuation falls into the other branch and lands
    on the far edge's minimiser.  Measured at the semantic fixed point at ``alpha_l``: such
    short overlaps lie along much of a switching curve near its birth, and the missed jumps of
-   the atoms left ``F(eta)`` (:mod:`~symattn.numerics.plane`) noisy at 3e-5 in ``E[f_1]``
+   the atoms left ``F(eta)`` (:mod:`~symattn.numerics.plane`) noisy at 3e-5 in ``E[eta_1 f_1]``
    (1e-6 with 4 steps), while ``M``, which only has a kink there, was hardly affected;
 3. the switching point is located by bisection on ``G_A - G_B``, each branch followed by Newton
    from its last position over ever shorter steps (a branch that jumps away has ended at a
