@@ -199,10 +199,10 @@ class PreintegratedChannel:
         half_sep = 0.5 * np.max(np.abs(L - R), axis=1)
         switch = np.zeros(len(L), bool)
         ends = []
-        for start, hf, sign in ((np.tile(edges[:-1], n), L, 1.0),
-                                (np.tile(edges[1:], n), R, -1.0)):
+        left, right = np.tile(edges[:-1], n), np.tile(edges[1:], n)
+        for start, end, hf, sign in ((left, right, L, 1.0), (right, left, R, -1.0)):
             for j in range(1, m + 1):
-                at = start + sign * width * j / m
+                at = end if j == m else start + sign * width * j / m
                 new, _, ok = _local(self._channel(_points(cell_outer, at)), x, hf)
                 switch |= ~ok
                 if m > 1:
