@@ -239,10 +239,10 @@ class PlaneChannel:
             G7 = half[:, None] * np.einsum("j,ijk->ik", wgs, vals)
             if total is None:
                 total = np.zeros((len(vs), K.shape[1]))
-            goal = self.goal
-            if goal is None:                        # E[M]: rows end with M, loss
-                goal = np.zeros(K.shape[1])
-                goal[-2] = 1.0
+                goal = self.goal
+                if goal is None:                    # E[M]: rows end with M, loss
+                    goal = np.zeros(K.shape[1])
+                    goal[-2] = 1.0
             e = np.abs((K - G7) @ goal)
             share = r.u_tol * (T[:, 2] - T[:, 1]) / (r.u_span - a)
             accept = (e <= share) | (2 * half <= r.min_width)
@@ -338,9 +338,7 @@ def plane_alpha_l(params: ModelParams, branch: str, record: dict, J, eps_lin: fl
     alpha, slope = at["alpha"], record["alpha_l_slopes"][-1]
     x0 = np.array(at["x"] if x0 is None else x0, float)
     J = np.asarray(J, float)
-    small = SaddlePointMap(params, alpha, OutputChannel(params, SobolRule(14, 0).nodes(),
-                                                        gtol=gtol), symmetry=B.symmetry)
-    atoms = small.channel.evaluate(x0, 1e-10).atoms
+    atoms = OutputChannel(params, SobolRule(14, 0).nodes(), gtol=gtol).evaluate(x0).atoms
     ch = PlaneChannel(params, rule, gtol=gtol, goal=alpha_l_goal(params, branch, alpha, x0,
                                                                  atoms, J, slope),
                       workers=workers)
