@@ -377,6 +377,9 @@ def _high_precision(args, params, fast, t0) -> int:
     print(f"eps_lin = {fast.eps_lin:.12f} +- {fast.eps_lin_err:.0e}")
     print("error bars: the sum of the four parts; integration is one standard error over "
           "the large scrambles")
+    i95 = res.integration_95
+    print(f"integration as a 95% interval (Student's t, {len(res.per_rule) - 1} degrees of "
+          f"freedom): alpha_c +- {i95['alpha_c']:.1e}, alpha_l +- {i95['alpha_l']:.1e}")
     second = res.second_route
     if second is not None:
         verdict = "agree" if second["agrees"] else "DISAGREE"

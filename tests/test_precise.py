@@ -8,6 +8,7 @@ on the same rule.  Sizes are small (2^11 to 2^13 points); the physics is not the
 
 import dataclasses
 import json
+import math
 
 import numpy as np
 import pytest
@@ -173,6 +174,9 @@ def test_cli_precision_high_json(tmp_path, capsys):
         parts = data["error_budget"][key]
         assert set(parts) == {"integration", "root_finding", "fixed_point", "floating_point"}
         assert data[key + "_err"] == pytest.approx(sum(parts.values()), rel=1e-12)
+        # 95% over 2 scrambles: Student's t with 1 degree of freedom (Cauchy, tan(0.475 pi))
+        assert data["integration_95"][key] == pytest.approx(
+            math.tan(0.475 * math.pi) * parts["integration"], rel=1e-12)
         assert abs(data[key] - data["fast"][key]) <= 3 * (data["fast"][key + "_err"]
                                                           + data[key + "_err"])
     assert len(data["per_rule"]) == 2
