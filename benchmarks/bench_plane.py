@@ -10,8 +10,9 @@ count changes in xi_2, adaptive Gauss-Kronrod in u, Gauss-Hermite in v), for eac
 result is the highest order's; its error bar: the change from the next lower order, plus the
 adaptive rule's estimate (its Kronrod-Gauss differences) carried to alpha_c; with ``--refine
 grid,cells,follow`` (any subset) also the change when the counting grid in xi_2, the detection
-cells in xi_1 or the continuation steps across a cell are doubled at the order listed last.  One process per branch;
-orders 12 and 16 take about 50 minutes on 2 cores.
+cells in xi_1 or the continuation steps across a cell are doubled at the order listed last.
+One process per branch; with the defaults order 12 takes about 13 minutes on 2 cores (the
+positional branch), and order 16 took about twice as long as order 12 with one follow step.
 
 alpha_l (``--alpha-l``): the fixed point of the alpha_l branch re-solved on plane averages
 (:func:`symattn.numerics.plane.plane_alpha_l`: chord iterations from the scramble's fixed
@@ -28,7 +29,7 @@ are shared by two processes.
 Each result is appended to ``--out`` as it finishes; a rerun skips those already there.
 
     python benchmarks/bench_plane.py --json high.json [--alpha-l] [--v-orders 12,16]
-        [--u-tol 1e-10] [--min-width 2e-7] [--grid 64] [--cells 56] [--follow-steps 4]
+        [--u-tol 1e-10] [--min-width 1e-3] [--grid 64] [--cells 56] [--follow-steps 4]
         [--refine grid,cells,follow] [--out plane.json]
 """
 
@@ -233,7 +234,9 @@ def main():
                     help="adaptive tolerance: on E[M] for alpha_c (default 1e-10), on alpha_l "
                          "itself for --alpha-l (default 3e-7)")
     ap.add_argument("--min-width", type=float, default=None,
-                    help="narrowest u interval (default 2e-7; 0.034 for --alpha-l)")
+                    help="narrowest u interval (default 1e-3; 0.034 for --alpha-l): the noise "
+                         "left near the switching curve's births would otherwise keep the "
+                         "adaptive rule bisecting")
     ap.add_argument("--grid", type=int, default=64)
     ap.add_argument("--cells", type=int, default=56)
     ap.add_argument("--follow-steps", type=int, default=4)
@@ -246,7 +249,7 @@ def main():
     if args.u_tol is None:
         args.u_tol = 3e-7 if args.alpha_l else 1e-10
     if args.min_width is None:
-        args.min_width = 0.034 if args.alpha_l else 2e-7
+        args.min_width = 0.034 if args.alpha_l else 1e-3
     try:
         high = json.loads(Path(args.json).read_text())
         params = ModelParams(**{k: high["params"][k] for k in ("sigma", "lam", "omega", "A")})
