@@ -11,10 +11,16 @@ integrators alone, without the scatter of each scramble's own fixed point.
 
 The scrambles' value is the mean over scrambles, its bar the standard error and the Student-t
 95% interval (K - 1 degrees of freedom).  One cold pass over the rule per branch and point: at
-2^22 points about 11 s each on one core.
+2^23 points about 23 s each on one core.
+
+Evaluating at one scramble's fixed points leaves an error of second order in their distance to
+the true ones, common to both integrators.  ``--records R`` measures it: alpha_c at the fixed
+points of the run's scrambles 1..R-1 minus alpha_c at record 0's, paired on the same
+``--record-scrambles`` scrambles (so their integration errors nearly cancel).
 
     python benchmarks/bench_same_point.py --json high.json --plane plane.json [plane_l.json]
-        [--log2n 22] [--scrambles 64] [--seed 5000] [--out same_point.jsonl]
+        [--log2n 22] [--scrambles 64] [--seed 5000] [--records 8 --record-scrambles 4]
+        [--out same_point.jsonl]
 
 Each pass is appended to ``--out`` (one JSON line) as it finishes; a rerun skips those done.
 """
@@ -98,6 +104,25 @@ def _summary(name, values, plane, bar=None):
     return {"mean": mean, "se": se, "t95": t95, "plane": plane, "difference": d, "k": k}
 
 
+def _records(high, by, paired, others, ac):
+    """alpha_c at other scrambles' fixed points minus alpha_c at record 0's, on the same
+    scrambles (paired: their integration errors nearly cancel).  The fixed points enter at
+    second order, so this measures the fixed-point term that evaluating at one scramble's
+    fixed points leaves."""
+    print(f"\nalpha_c at record k's fixed points minus at record 0's, paired over "
+          f"{len(paired)} scrambles:")
+    out = {}
+    for k in others:
+        rec = high["per_rule"][k]
+        d = [alpha_c_with(rec, by[(s, f"alpha_c positional record {k}")]["means"][8],
+                          by[(s, f"alpha_c semantic record {k}")]["means"][8]) - ac[i]
+             for i, s in enumerate(paired)]
+        m, se = mean_se(d)
+        out[k] = {"difference": m, "se": se}
+        print(f"  record {k} (seed {rec['seed']}): {m:+.2e} +- {se:.1e}")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", required=True, help="output of symattn thresholds --precision high")
@@ -106,6 +131,11 @@ def main():
     ap.add_argument("--scrambles", type=int, default=64)
     ap.add_argument("--seed", type=int, default=5000, help="first scramble seed")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--records", type=int, default=1,
+                    help="also alpha_c at the fixed points of the run's scrambles 1..R-1, "
+                         "paired with record 0's (the fixed-point term)")
+    ap.add_argument("--record-scrambles", type=int, default=4,
+                    help="scrambles used for --records")
     ap.add_argument("--plane-bars", default=None,
                     help="the plane results' error bars, alpha_c,alpha_l (as bench_plane "
                          "states them), for the column in combined bars")
@@ -120,6 +150,10 @@ def main():
             raise ValueError("no alpha_c pair or alpha_l record with atoms in --plane")
         if args.scrambles < 2 or args.workers < 1:
             raise ValueError("need --scrambles >= 2 and --workers >= 1")
+        if not 1 <= args.records <= len(high["per_rule"]) or not (
+                2 <= args.record_scrambles <= args.scrambles):
+            raise ValueError(f"need 1 <= --records <= {len(high['per_rule'])} and "
+                             f"2 <= --record-scrambles <= --scrambles")
         SobolRule(args.log2n, args.seed)
         bars = ([float(b) for b in args.plane_bars.split(",")] if args.plane_bars
                 else [None, None])
@@ -142,6 +176,13 @@ def main():
     have = {(r["seed"], r["kind"]) for r in done if r["log2n"] == args.log2n}
     tasks = [(params, args.log2n, s, kind, b, x) for s in seeds
              for kind, (b, x) in points.items() if (s, kind) not in have]
+    # the other records' fixed points at alpha_c, on the first --record-scrambles scrambles
+    others = range(1, args.records if "alpha_c" in plane else 1)
+    paired = seeds[:args.record_scrambles]
+    tasks += [(params, args.log2n, s, f"alpha_c {b} record {k}", b,
+               high["per_rule"][k]["at_alpha_c"][b]["x"])
+              for k in others for s in paired for b in ("positional", "semantic")
+              if (s, f"alpha_c {b} record {k}") not in have]
     print(f"{len(tasks)} passes of 2^{args.log2n} points to go ({len(done)} in {out})",
           flush=True)
     t0 = time.perf_counter()
@@ -175,6 +216,8 @@ def main():
                                                                  pe["semantic"]), bars[0])
         print(f"  (plane: v_order, grid, cells, follow, u_tol, min_width = "
               f"{plane['alpha_c_config']})")
+        if len(others):
+            result["records"] = _records(high, by, paired, others, ac)
     if "alpha_l" in plane:
         L = plane["alpha_l"]
         g = _pair_sums(L["goal"]) / 2   # the two tokens' weights agree (swap symmetry)
