@@ -56,23 +56,22 @@ def _pass(args):
 
 
 def _plane_values(paths):
-    """The plane results in bench_plane outputs: alpha_c's E[M] per branch at the highest v
-    order run for both, and the alpha_l record of the highest v order that has its atoms and
-    goal."""
+    """The plane results in bench_plane outputs: alpha_c's E[M] per branch at the highest
+    (v order, grid, cells, follow steps, ...) run for both branches, and the alpha_l record of
+    the highest v order that has its atoms and goal."""
     recs = [r for p in paths for r in json.loads(Path(p).read_text())]
     out = {}
     c = [r for r in recs if r.get("kind") == "alpha_c"]
-    configs = {tuple(r[k] for k in ("v_order", "grid", "cells", "follow_steps", "u_tol",
-                                     "min_width")) for r in c}
-    both = [cf for cf in configs
-            if {r["branch"] for r in c if (r["v_order"], r["grid"], r["cells"],
-                                           r["follow_steps"], r["u_tol"],
-                                           r["min_width"]) == cf} == {"positional", "semantic"}]
+
+    def config(r):
+        return tuple(r[k] for k in ("v_order", "grid", "cells", "follow_steps", "u_tol",
+                                    "min_width"))
+
+    both = [cf for cf in {config(r) for r in c}
+            if {r["branch"] for r in c if config(r) == cf} == {"positional", "semantic"}]
     if both:
         cf = max(both)
-        out["alpha_c"] = {r["branch"]: r for r in c
-                          if (r["v_order"], r["grid"], r["cells"], r["follow_steps"],
-                              r["u_tol"], r["min_width"]) == cf}
+        out["alpha_c"] = {r["branch"]: r for r in c if config(r) == cf}
         out["alpha_c_config"] = cf
     lrec = [r for r in recs if r.get("kind") == "alpha_l" and "goal" in r]
     if lrec:
