@@ -122,6 +122,23 @@ def _records(high, by, paired, others, ac):
     return out
 
 
+def _load(path):
+    """The passes done so far.  A last line cut short by an interrupted write is removed from
+    the file (its pass is recomputed); a bad line elsewhere is an error."""
+    if not path.exists():
+        return []
+    lines = [s for s in path.read_text().splitlines() if s.strip()]
+    done = []
+    for i, s in enumerate(lines):
+        try:
+            done.append(json.loads(s))
+        except json.JSONDecodeError:
+            if i < len(lines) - 1:
+                raise ValueError(f"{path}: line {i + 1} is not JSON") from None
+            path.write_text("".join(json.dumps(r) + "\n" for r in done))
+    return done
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", required=True, help="output of symattn thresholds --precision high")
@@ -159,8 +176,7 @@ def main():
         if len(bars) != 2:
             raise ValueError(f"--plane-bars takes two numbers: {args.plane_bars!r}")
         out = Path(args.out)
-        done = ([json.loads(s) for s in out.read_text().splitlines() if s.strip()]
-                if out.exists() else [])
+        done = _load(out)
     except (OSError, KeyError, IndexError, ValueError, TypeError) as exc:
         print(f"bench_same_point: cannot run with these inputs: {exc}", file=sys.stderr)
         sys.exit(2)
