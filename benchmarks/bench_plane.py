@@ -252,7 +252,7 @@ def main():
         args.min_width = 0.034 if args.alpha_l else 1e-3
     try:
         high = json.loads(Path(args.json).read_text())
-        params = ModelParams(**{k: high["params"][k] for k in ("sigma", "lam", "omega", "A")})
+        params = ModelParams(**high["params"])   # as ModelParams.as_dict wrote it
         high["per_rule"][0]["at_alpha_l" if args.alpha_l else "at_alpha_c"]
         args.orders = [int(v) for v in args.v_orders.split(",")]
         _rule(args, args.orders[0], args.grid, args.cells, args.follow_steps)
@@ -260,7 +260,7 @@ def main():
         if refine - {"grid", "cells", "follow"}:
             raise ValueError(f"--refine takes grid, cells, follow: {args.refine!r}")
         results = _Results(args.out)
-    except (OSError, KeyError, IndexError, ValueError) as exc:
+    except (OSError, KeyError, IndexError, ValueError, TypeError) as exc:
         print(f"bench_plane: cannot use {args.json} with these settings: {exc}", file=sys.stderr)
         sys.exit(2)
     configs = [(o, args.grid, args.cells, args.follow_steps) for o in args.orders]

@@ -159,7 +159,7 @@ def main():
     args = ap.parse_args()
     try:
         high = json.loads(Path(args.json).read_text())
-        params = ModelParams(**{k: high["params"][k] for k in ("sigma", "lam", "omega", "A")})
+        params = ModelParams(**high["params"])   # as ModelParams.as_dict wrote it
         rule = high["per_rule"][0]
         plane = _plane_values(args.plane)
         if not plane:
