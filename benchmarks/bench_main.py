@@ -43,8 +43,8 @@ def main():
         fp2 = solve_branch(params, branch, 1.3, ch, x0=fp.x)
         warm = time.perf_counter() - t0
         print(f"fixed point, {branch:10s} 2^13 nodes: cold {cold:.2f} s "
-              f"({fp.extra['n_map_evaluations']} map evaluations), warm {warm:.2f} s "
-              f"({fp2.extra['n_map_evaluations']} evaluations), residual {fp2.residual:.1e}")
+              f"({fp.n_map_evaluations} map evaluations), warm {warm:.2f} s "
+              f"({fp2.n_map_evaluations} evaluations), residual {fp2.residual:.1e}")
 
 
 if __name__ == "__main__":

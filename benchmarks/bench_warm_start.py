@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from symattn.model import ModelParams
-from symattn.numerics.precise import ChunkedChannel
+from symattn.refine.precise import ChunkedChannel
 from symattn.numerics.quadrature import SobolRule
 
 POINTS = {"positional": [0.04714992, 0.25225507, 0.0, 14.92349097],

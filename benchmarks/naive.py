@@ -1,8 +1,8 @@
 r"""The naive baseline: how the saddle-point equations are solved today.
 
-This is a deliberately plain, notebook-style solver for the saddle-point equations of MODEL.md section 4
+This is a deliberately plain, notebook-style solver for the saddle-point equations of model page §4
 (L = 2, r = r_t = 1, p_2 = -p_1).  It is the reference point for symattn's benchmarks (time and answer) and an
-independent cross-check: it is written by hand from MODEL.md and imports nothing from ``symattn`` except
+independent cross-check: it is written by hand from the model page and imports nothing from ``symattn`` except
 :class:`symattn.model.ModelParams` (for sigma, lam, omega, A and rho = sigma^2).
 
 What makes it "naive" (on purpose -- do not optimise these away):
@@ -21,7 +21,7 @@ What makes it "naive" (on purpose -- do not optimise these away):
   nodes, i.e. 4 x 256 = 1024 BFGS solves per iteration.
 * **Iteration**: plain damped fixed-point iteration on x = (q, m, theta, V).
 
-Formulas (MODEL.md sections 3-4), with s = (+1, -1) and rho = sigma^2:
+Formulas (model page §3-§4), with s = (+1, -1) and rho = sigma^2:
 
     loss(h, h*) = sigma^2 [ (S11(h) - T11(h*))^2 + (S22(h) - T22(h*))^2 ]   (= (sigma^2/2) ||S - T||_F^2)
     S11 = logistic(h1^2 - h1 h2),  S22 = logistic(h2^2 - h1 h2)

@@ -1,6 +1,6 @@
 r"""Step 1: from the loss of one sentence to loss(h, h*) in the high-dimensional limit.
 
-One sentence, L = 2 tokens of dimension d (MODEL.md sections 2 and 3).  The teacher output is
+One sentence, L = 2 tokens of dimension d (model page §2 and §3).  The teacher output is
 Y = T Z, the student output S X with X = Z + P / sqrt(d), the rows of P being s_l p_1 with
 p_1 = (1, ..., 1) and s = (+1, -1), so that P P^T / d = s s^T.  The residual is
 

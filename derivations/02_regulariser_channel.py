@@ -11,7 +11,7 @@ Psi_prior = E[max_Q (...)], and the weight's moments
 
     q = sigma^2 E[Q^2],  m = E[p Q],  theta = sigma^2 E[Q Q*],  V = sigma^2 dQ/dB
 
-(the order parameters of MODEL.md section 3 per coordinate) give the first block of MODEL.md
+(the order parameters of model page §3 per coordinate) give the first block of the model page
 section 4.  The same block follows from stationarity of Phi in the conjugates, because
 dPsi/dq_hat = V/2, dPsi/dm_hat = m, dPsi/dtheta_hat = theta, dPsi/dV_hat = -q/2.
 Gaussian averages are done here by explicit integration, independently of the library.
@@ -49,13 +49,13 @@ field = sigma * sp.sqrt(q_hat) * g + m_hat * 1 + theta_hat * sigma**2 * Qs
 max_value = sp.simplify(objective.subs(Qw, Q_opt))
 assert same(max_value, B**2 / (2 * Dn))
 psi = E_gz(max_value.subs(B, field))
-psi_md = (q_hat * sigma**2 + m_hat**2 + theta_hat**2 * rho * sigma**2) / (2 * Dn)  # MODEL.md Phi
+psi_md = (q_hat * sigma**2 + m_hat**2 + theta_hat**2 * rho * sigma**2) / (2 * Dn)  # the model page Phi
 assert same(psi, psi_md) and same(psi, lib.psi)
 show("max value B^2 / (2(lambda + V_hat sigma^2)), averaged over g and Q*:  Psi_prior =", psi,
      note="E[B^2] = sigma^2 q_hat + m_hat^2 + theta_hat^2 sigma^4 rho / sigma^2 "
-          "(equals the term of Phi in MODEL.md and prior_channel().psi)")
+          "(equals the term of Phi in the model page and prior_channel().psi)")
 
-# -- 3. the weight's moments, against MODEL.md section 4 (first block, typed from the page)
+# -- 3. the weight's moments, against model page §4 (first block, typed from the page)
 Qf = Q_opt.subs(B, field)
 moments = {q: E_gz(sigma**2 * Qf**2), m: E_gz(1 * Qf), theta: E_gz(sigma**2 * Qf * Qs),
            V: sigma**2 * sp.diff(Q_opt, B)}
@@ -66,11 +66,11 @@ model_md = {V: sigma**2 / (lam + V_hat * sigma**2),
             / (lam + V_hat * sigma**2) ** 2}
 eq = derive_saddle_point()
 for k in (q, m, theta, V):
-    assert same(moments[k], model_md[k]), f"moment {k} != MODEL.md"
-    assert same(lib.moments[k], model_md[k]), f"prior_channel().moments[{k}] != MODEL.md"
-    assert same(eq.prior[k], model_md[k]), f"derive_saddle_point().prior[{k}] != MODEL.md"
+    assert same(moments[k], model_md[k]), f"moment {k} != model page"
+    assert same(lib.moments[k], model_md[k]), f"prior_channel().moments[{k}] != model page"
+    assert same(eq.prior[k], model_md[k]), f"derive_saddle_point().prior[{k}] != model page"
     show(f"{k} =", sp.factor(moments[k]))
-print("   (each equals MODEL.md section 4, prior_channel().moments and derive_saddle_point().prior)")
+print("   (each equals model page §4, prior_channel().moments and derive_saddle_point().prior)")
 
 # -- 4. conjugate stationarity: dPsi/d(hat) are the same moments
 dpsi = {q_hat: sp.diff(psi, q_hat), m_hat: sp.diff(psi, m_hat),

@@ -1,6 +1,6 @@
 r"""Step 3: the Moreau envelope, the prox optimality condition and the envelope theorem.
 
-For any loss ell(h, h*) (here an abstract SymPy Function) and L = 2 tokens (MODEL.md section 4)
+For any loss ell(h, h*) (here an abstract SymPy Function) and L = 2 tokens (model page §4)
 
     G(h; w, h*, V) = sum_l (h_l - w_l)^2 / (2V) + ell(h, h*),
     M(w, h*, V) = min_h G = G(prox; w, h*, V),      f_l = (prox_l - w_l) / V.

@@ -5,7 +5,7 @@ z phi(z) = -phi'(z) (phi the standard normal density) gives
 
     E[z G(z)] = E[G'(z)].
 
-On the output-channel nodes of MODEL.md section 4,
+On the output-channel nodes of model page §4,
 
     w_l = sqrt(q) xi_l + s_l m,        h*_l = (theta/sqrt(q)) xi_l + c eta_l,   c = sqrt(rho - theta^2/q),
 
@@ -41,7 +41,7 @@ for G in (z**3 - 2 * z**2 + 5 * z + 1, sp.exp(a * z), sp.sin(b * z), z**2 * sp.e
     assert same(lhs, rhs), G
     print(f"   {G}:  E[z G] = E[G'] = {sp.simplify(lhs)}")
 
-# -- 2. the node map of the library is the one of MODEL.md
+# -- 2. the node map of the library is the one of the model page
 eq = derive_saddle_point()
 nodes, (w1, w2), (hs1, hs2), (F1, F2), M = eq.nodes, eq.w, eq.hs, eq.F, eq.M
 (xi1, xi2), (eta1, eta2) = nodes.xi, nodes.eta
@@ -112,9 +112,9 @@ assert not dEM.has(M), "derivatives of M survive"
 show("dE[M]/dtheta = sum_l E[d^2M/dw_l dh*_l] = -sum_l E[df_l/dh*_l] =", dEM)
 (th_hat,) = sp.solve(-theta_hat - alpha * dEM, theta_hat)
 model_md = alpha * (Expect(F1 * eta1) + Expect(F2 * eta2)) / sp.sqrt(rho - theta**2 / q)
-assert same(th_hat, model_md), "theta_hat differs from MODEL.md"
+assert same(th_hat, model_md), "theta_hat differs from the model page"
 assert same(eq.output[theta_hat], model_md), "derive_saddle_point().output[theta_hat] differs"
 assert not same(eq.output[theta_hat], model_md * c), "mutation (no 1/c) must be rejected"
 show("theta_hat = alpha E[f_1 eta_1 + f_2 eta_2] / sqrt(rho - theta^2/q) =", th_hat,
-     note="(equals MODEL.md and derive_saddle_point().output; without the 1/c it is rejected)")
+     note="(equals the model page and derive_saddle_point().output; without the 1/c it is rejected)")
 print("\nstep 4: all identities hold")

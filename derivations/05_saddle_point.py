@@ -1,6 +1,6 @@
 r"""Step 5: stationarity of the free energy gives the full saddle-point system.
 
-MODEL.md section 4 (L = 2, s = (+1, -1)):
+model page §4 (L = 2, s = (+1, -1)):
 
     Phi = (V_hat q - q_hat V)/2 - m m_hat - theta theta_hat
           + (q_hat sigma^2 + m_hat^2 + theta_hat^2 rho sigma^2) / (2 (lambda + V_hat sigma^2))
@@ -16,7 +16,7 @@ d E[M]/dx, done in four moves, each printed below:
      c = sqrt(rho - theta^2/q).
 
 The four resulting equations, solved for the conjugates, are compared term by term with
-MODEL.md section 4 (typed below) and with derive_saddle_point().output / .prior.
+model page §4 (typed below) and with derive_saddle_point().output / .prior.
 """
 
 import sympy as sp
@@ -34,11 +34,11 @@ nodes, M, (F1, F2), w, hs = eq.nodes, eq.M, eq.F, eq.w, eq.hs
 c = sp.sqrt(rho - theta**2 / q)
 Dn = lam + V_hat * sigma**2
 
-# -- 1. Phi, typed from MODEL.md section 4
+# -- 1. Phi, typed from model page §4
 phi = ((V_hat * q - q_hat * V) / 2 - m * m_hat - theta * theta_hat
        + (q_hat * sigma**2 + m_hat**2 + theta_hat**2 * rho * sigma**2) / (2 * Dn) - alpha * Expect(M))
-assert same(phi, eq.phi), "derive_saddle_point().phi differs from MODEL.md"
-show("Phi (MODEL.md section 4; equals derive_saddle_point().phi) =", phi)
+assert same(phi, eq.phi), "derive_saddle_point().phi differs from the model page"
+show("Phi (model page §4; equals derive_saddle_point().phi) =", phi)
 
 # -- 2. conjugate stationarity: the prior block (derived in detail in step 2)
 prior_md = {V: sigma**2 / Dn, m: m_hat / Dn, theta: sigma**2 * rho * theta_hat / Dn,
@@ -74,7 +74,7 @@ eta_form = {Expect(sp.Derivative(F1, hs[0])): Expect(eta1 * F1) / c,     # (d), 
 for key, value in eta_form.items():
     assert same(nodes.stein(value), key), "E[eta_l f_l] = c E[df_l/dh*_l]"
 
-node_map_md = {w[0]: sp.sqrt(q) * xi1 + m, w[1]: sp.sqrt(q) * xi2 - m,    # MODEL.md, s = (+1, -1)
+node_map_md = {w[0]: sp.sqrt(q) * xi1 + m, w[1]: sp.sqrt(q) * xi2 - m,    # the model page, s = (+1, -1)
                hs[0]: theta / sp.sqrt(q) * xi1 + c * eta1, hs[1]: theta / sp.sqrt(q) * xi2 + c * eta2}
 stationarity = {}
 for x in ORDER_PARAMS:
@@ -95,7 +95,7 @@ for x in ORDER_PARAMS:
 
 (output,) = sp.solve(list(stationarity.values()), CONJUGATES, dict=True)
 
-# -- 4. term by term against MODEL.md section 4 (typed from the page) and the library
+# -- 4. term by term against model page §4 (typed from the page) and the library
 E = Expect
 th_hat_md = alpha * E(F1 * eta1 + F2 * eta2) / sp.sqrt(rho - theta**2 / q)
 output_md = {q_hat: alpha * E(F1**2 + F2**2),
@@ -104,10 +104,10 @@ output_md = {q_hat: alpha * E(F1**2 + F2**2),
              V_hat: -alpha * E(F1 * xi1 + F2 * xi2) / sp.sqrt(q) + theta * th_hat_md / q}
 for k in CONJUGATES:
     md = nodes.linear(output_md[k])
-    assert same(output[k], md), f"{k}: derived != MODEL.md"
-    assert same(eq.output[k], md), f"{k}: derive_saddle_point().output != MODEL.md"
+    assert same(output[k], md), f"{k}: derived != model page"
+    assert same(eq.output[k], md), f"{k}: derive_saddle_point().output != model page"
     show(f"{k} =", output[k])
-print("   (each equals MODEL.md section 4 and derive_saddle_point().output)")
+print("   (each equals model page §4 and derive_saddle_point().output)")
 
 # -- 5. the comparison has teeth: V_hat without the theta theta_hat / q term is rejected
 wrong = nodes.linear(-alpha * E(F1 * xi1 + F2 * xi2) / sp.sqrt(q))

@@ -43,7 +43,7 @@ E_loss = sp.Symbol(r"\mathbb{E}[\ell(\mathrm{prox})]")
 E_M = E_loss + V * q_hat / (2 * alpha)
 show("alpha E[M] = alpha E[loss(prox)] + V q_hat / 2, i.e. E[M] =", E_M)
 
-# -- 3. substitute into Phi (MODEL.md, typed) and the prior block (MODEL.md, typed)
+# -- 3. substitute into Phi (the model page, typed) and the prior block (the model page, typed)
 Dn = lam + V_hat * sigma**2
 phi_md = ((V_hat * q - q_hat * V) / 2 - m * m_hat - theta * theta_hat
           + (q_hat * sigma**2 + m_hat**2 + theta_hat**2 * rho * sigma**2) / (2 * Dn) - alpha * E_M)
@@ -81,7 +81,7 @@ def logistic(x):
     return 0.5 * (1 + np.tanh(x / 2))
 
 
-print("\n== numerical check at the fixed points (node map, loss and Phi typed from MODEL.md)")
+print("\n== numerical check at the fixed points (node map, loss and Phi typed from the model page)")
 for branch in ("positional", "semantic"):
     fp = solve_branch(params, branch, a, channel, with_eps_g=False)
     assert fp.converged, fp.message
@@ -106,7 +106,7 @@ for branch in ("positional", "semantic"):
     bound = (abs(fp.V_hat) / 2 + lam_ / (2 * sig**2) + abs(fp.m_hat) + abs(fp.theta_hat)
              + abs(fp.q_hat)) * fp.residual + 1e-15
     assert abs(-phi - eps_t) <= bound, (branch, -phi, eps_t, bound)
-    assert abs(-phi - fp.eps_t) <= 1e-12 * fp.eps_t, "library Phi differs from MODEL.md's"
+    assert abs(-phi - fp.eps_t) <= 1e-12 * fp.eps_t, "library Phi differs from the model page's"
     print(f"   {branch:10s} m = {fp.m:.4f}, theta = {fp.theta:.4f}:  -Phi = {-phi:.12e}, "
           f"alpha E[loss] + lambda q/(2 sigma^2) = {eps_t:.12e}  (|diff| {abs(-phi - eps_t):.1e} "
           f"<= {bound:.1e})")

@@ -1,7 +1,7 @@
 """Shared fixtures and independent reference implementations for the theory tests.
 
-Everything defined here is written from MODEL.md, not from :mod:`symattn`: the logistic form of the
-``L = 2`` softmax (MODEL.md section 3), the node map and the hat / prior equations of MODEL.md
+Everything defined here is written from the model page, not from :mod:`symattn`: the logistic form of the
+``L = 2`` softmax (model page §3), the node map and the hat / prior equations of the model page
 section 4.  The tests use these as the independent route against which the library is compared.
 Expensive library objects (a Sobol channel and the two branches' fixed points at ``alpha = 1.3``)
 are built once per session.
@@ -12,7 +12,7 @@ import pytest
 
 from symattn import ModelParams
 
-#: positional signs s_l of MODEL.md section 4 (p_2 = -p_1)
+#: positional signs s_l of model page §4 (p_2 = -p_1)
 SIGNS = np.array([1.0, -1.0])
 #: alpha at which the branch tests solve (both branches exist there on a 2^12 Sobol rule)
 ALPHA = 1.3
@@ -31,12 +31,12 @@ def softmax_rows(M):
 
 
 def attention_full(h):
-    """``softmax(h h^T)`` for ``h`` of shape ``(..., 2)``: the full 2 x 2 matrix (MODEL.md section 3)."""
+    """``softmax(h h^T)`` for ``h`` of shape ``(..., 2)``: the full 2 x 2 matrix (model page §3)."""
     return softmax_rows(h[..., :, None] * h[..., None, :])
 
 
 def teacher_diag(hs, params):
-    """``(T_11, T_22)`` = (1 - omega) logistic(h*_l^2 - h*_1 h*_2) + omega A_ll (MODEL.md section 3)."""
+    """``(T_11, T_22)`` = (1 - omega) logistic(h*_l^2 - h*_1 h*_2) + omega A_ll (model page §3)."""
     a1 = hs[..., 0] ** 2 - hs[..., 0] * hs[..., 1]
     a2 = hs[..., 1] ** 2 - hs[..., 0] * hs[..., 1]
     om = params.omega
@@ -45,7 +45,7 @@ def teacher_diag(hs, params):
 
 
 def moreau_objective(h1, h2, w, t, V, sigma):
-    """G(h) = |h - w|^2 / (2V) + sigma^2 sum_l (logistic(h_l^2 - h_1 h_2) - T_ll)^2 (MODEL.md section 4)."""
+    """G(h) = |h - w|^2 / (2V) + sigma^2 sum_l (logistic(h_l^2 - h_1 h_2) - T_ll)^2 (model page §4)."""
     a1 = h1 * h1 - h1 * h2
     a2 = h2 * h2 - h1 * h2
     return (((h1 - w[0]) ** 2 + (h2 - w[1]) ** 2) / (2 * V)
@@ -63,7 +63,7 @@ def moreau_gradient(h, w, t, V, sigma):
 
 
 def node_map(points, q, m, theta, rho):
-    """``(w, h*)`` of MODEL.md section 4 at nodes ``(xi_1, xi_2, eta_1, eta_2)``."""
+    """``(w, h*)`` of model page §4 at nodes ``(xi_1, xi_2, eta_1, eta_2)``."""
     xi, eta = points[:, :2], points[:, 2:]
     w = np.sqrt(q) * xi + SIGNS * m
     hs = theta / np.sqrt(q) * xi + np.sqrt(rho - theta**2 / q) * eta
@@ -71,7 +71,7 @@ def node_map(points, q, m, theta, rho):
 
 
 def hats_model_md(E, x, alpha, rho):
-    """The output equations of MODEL.md section 4, typed from the page.
+    """The output equations of model page §4, typed from the page.
 
     ``E`` maps ``"f2", "f1-f2", "eta_f", "xi_f"`` to ``E[f_1^2 + f_2^2]``, ``E[f_1 - f_2]``,
     ``E[f_1 eta_1 + f_2 eta_2]``, ``E[f_1 xi_1 + f_2 xi_2]``.
@@ -85,7 +85,7 @@ def hats_model_md(E, x, alpha, rho):
 
 
 def prior_model_md(hats, sigma, lam, rho):
-    """The prior equations of MODEL.md section 4, typed from the page."""
+    """The prior equations of model page §4, typed from the page."""
     q_hat, m_hat, theta_hat, V_hat = hats
     D = lam + V_hat * sigma**2
     return np.array([sigma**2 * (q_hat * sigma**2 + m_hat**2 + theta_hat**2 * sigma**2 * rho) / D**2,

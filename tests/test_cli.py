@@ -88,10 +88,9 @@ def test_thresholds_json_keys(capsys, tmp_path):
 def test_time_left_counts_the_workers(capsys, monkeypatch):
     """With 2 workers, after the first of 8 scrambles of 100 s each, 7 are left and 350 s of
     work remains (the run had 2 side by side), not 700 s."""
-    import symattn.cli as cli
-    import symattn.numerics.thresholds as thresholds
+    from symattn.cli import thresholds
     monkeypatch.setattr(thresholds, "default_workers", lambda: 2)
-    report = cli._high_progress()
+    report = thresholds._high_progress()
     report(1, 8, {"alpha_c": 1.25, "alpha_l": 1.49, "wall_time": 100.0})
     report(2, 8, {"alpha_c": 1.25, "alpha_l": 1.49, "wall_time": 110.0})
     err = capsys.readouterr().err.splitlines()

@@ -1,6 +1,6 @@
 """Every derivation script runs and its asserted identities hold (exit status 0).
 
-The scripts in ``derivations/`` print one step of the derivation of MODEL.md sections 3-4 each and
+The scripts in ``derivations/`` print one step of the derivation of model page §3-§4 each and
 assert every identity with SymPy, so a failing identity is a non-zero exit status here.
 """
 
@@ -37,7 +37,7 @@ def test_derivation_script_runs(script):
 
 
 def test_a_wrong_formula_makes_the_script_fail(tmp_path):
-    """Mutation: MODEL.md's V_hat typed without its theta theta_hat / q term must be rejected."""
+    """Mutation: the model page's V_hat typed without its theta theta_hat / q term must be rejected."""
     source = (REPO / "derivations" / "05_saddle_point.py").read_text()
     right = "V_hat: -alpha * E(F1 * xi1 + F2 * xi2) / sp.sqrt(q) + theta * th_hat_md / q}"
     assert source.count(right) == 1
@@ -46,4 +46,4 @@ def test_a_wrong_formula_makes_the_script_fail(tmp_path):
     mutant.write_text(source.replace(right, "V_hat: -alpha * E(F1 * xi1 + F2 * xi2) / sp.sqrt(q)}"))
     r = run(mutant)
     assert r.returncode != 0
-    assert "AssertionError" in r.stderr and "derived != MODEL.md" in r.stderr
+    assert "AssertionError" in r.stderr and "derived != model page" in r.stderr

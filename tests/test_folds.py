@@ -4,7 +4,7 @@ A folded rule puts all its points on the fundamental domain of a symmetry group 
 integrands.  That is right only if (1) the group acts on the integrands as claimed, (2) the
 saddle-point equations use the atoms only through combinations the group leaves invariant, and
 (3) the points lie on a fundamental domain and integrate invariant functions over the whole
-space.  Each is checked here against the model written out in ``conftest.py`` (MODEL.md), and
+space.  Each is checked here against the model written out in ``conftest.py`` (docs/model.md), and
 (4) folded and unfolded rules give the same channel averages at the paper's points.
 """
 
@@ -15,7 +15,7 @@ from conftest import node_map, teacher_diag
 from symattn import ModelParams
 from symattn.compile.kernels import odd_atoms, output_equations
 from symattn.model.params import APPENDIX_A
-from symattn.numerics.precise import ChunkedChannel, branch_fold
+from symattn.refine.precise import ChunkedChannel, branch_fold
 from symattn.numerics.prox import prox
 from symattn.numerics.quadrature import FOLDS, SobolRule
 
@@ -37,7 +37,7 @@ GENERATORS = {
 
 
 def _f_and_M(params, x, z):
-    """``f`` and the Moreau envelope at nodes ``z``, from MODEL.md (conftest) and the prox."""
+    """``f`` and the Moreau envelope at nodes ``z``, from the model page (conftest) and the prox."""
     q, m, theta, V = x
     w, hs = node_map(z, q, m, theta, params.rho)
     r = prox(w, teacher_diag(hs, params), V, params.sigma)

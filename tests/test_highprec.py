@@ -1,4 +1,4 @@
-"""The double-precision output channel against mpmath (symattn.numerics.highprec).
+"""The double-precision output channel against mpmath (symattn.refine.highprec).
 
 Reference: Newton's method in mpmath at 40 digits on the same compiled expressions, with the
 global minimum chosen again at that precision.  The bounds say how much double precision may
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from symattn.compile.kernels import prox_kernel
-from symattn.numerics.highprec import channel_in_mpmath, newton_mp
+from symattn.refine.highprec import channel_in_mpmath, newton_mp
 
 
 @pytest.mark.parametrize("branch", ["positional", "semantic"])

@@ -1,6 +1,6 @@
 """Tests of the LaTeX export (``symattn latex``, :mod:`symattn.outputs.latex`).
 
-Independent references: the equations of MODEL.md section 4 typed by hand in this file; the
+Independent references: the equations of model page §4 typed by hand in this file; the
 printed objects are compared to them with SymPy, term by term.  The rendered text is checked by
 matplotlib's mathtext (every equation line parses) and, where ``pdflatex`` is installed, by
 compiling the standalone document.
@@ -29,7 +29,7 @@ def eqs():
 
 
 def _model_md_section4():
-    """MODEL.md section 4, typed by hand: node map, Phi, both blocks of the saddle point."""
+    """model page §4, typed by hand: node map, Phi, both blocks of the saddle point."""
     eq = derive_saddle_point()
     xi, eta = eq.nodes.xi, eq.nodes.eta
     f1, f2 = eq.F
@@ -50,7 +50,7 @@ def _model_md_section4():
         "output-q-hat": (q_hat, alpha * Expect(f1**2 + f2**2)),
         "output-m-hat": (m_hat, alpha * Expect(f1 - f2)),
         "output-theta-hat": (theta_hat, alpha * Expect(f1 * eta[0] + f2 * eta[1]) / c),
-        # theta_hat appears as a symbol on the right, exactly as MODEL.md writes it
+        # theta_hat appears as a symbol on the right, exactly as the model page writes it
         "output-V-hat": (V_hat, -alpha * Expect(f1 * xi[0] + f2 * xi[1]) / sp.sqrt(q)
                          + theta * theta_hat / q),
     }
@@ -58,8 +58,8 @@ def _model_md_section4():
 
 @pytest.mark.parametrize("name", sorted(_model_md_section4()))
 def test_printed_equations_match_model_md(eqs, name):
-    """Each printed left side is MODEL.md's, and the printed right side (all lines summed) equals
-    MODEL.md's right side after expanding expectations linearly."""
+    """Each printed left side is the model page's, and the printed right side (all lines summed) equals
+    the model page's right side after expanding expectations linearly."""
     nodes = derive_saddle_point().nodes
     lhs, rhs = _model_md_section4()[name]
     e = eqs[name]
@@ -78,7 +78,7 @@ def test_printed_forms_are_what_the_solver_runs(eqs):
 
 
 def test_rearrangement_guard_rejects_a_wrong_form():
-    """The check every rearranged expression passes before printing rejects MODEL.md's V_hat
+    """The check every rearranged expression passes before printing rejects the model page's V_hat
     with its theta theta_hat / q term dropped (a plausible transcription error)."""
     eq = derive_saddle_point()
     xi = eq.nodes.xi

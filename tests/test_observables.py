@@ -1,4 +1,4 @@
-"""Test error eps_g and linear baseline eps_lin (MODEL.md section 4), against independent integrals.
+"""Test error eps_g and linear baseline eps_lin (model page §4), against independent integrals.
 
 * eps_lin: a 30-digit tensor Gauss-Legendre rule in mpmath on the truncated plane (the Gaussian of
   variance rho is cut at 14 standard deviations, a tail below 1e-40), using the full 2 x 2

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from symattn.model import ModelParams, ParameterError
-from symattn.outputs.phase_diagram import (CSV_COLUMNS, PhaseDiagramSettings, load_points,
+from symattn.experiments.phase_diagram import (CSV_COLUMNS, PhaseDiagramSettings, load_points,
                                            omega_grid, phase_point, run_phase_diagram)
 
 CALLS = []
@@ -94,7 +94,7 @@ def test_dask_local_cluster(tmp_path):
 @pytest.mark.slow
 def test_one_real_point():
     """A real omega point on small rules: thresholds ordered, branch ends below alpha_c."""
-    s = PhaseDiagramSettings(log2_n=10, n_rules=2, alpha_max=2.0)
+    s = PhaseDiagramSettings(log2n=10, rules=2, alpha_max=2.0)
     d = {k: v for k, v in ModelParams().as_dict().items() if k != "omega"}
     r = phase_point(d, 0.3, asdict(s))
     assert r["status"] == "ok", r["status"]

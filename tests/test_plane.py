@@ -1,4 +1,4 @@
-"""Plane preintegration (symattn.numerics.plane): the xi_2 and eta levels.
+"""Plane preintegration (symattn.refine.plane): the xi_2 and eta levels.
 
 The xi_1 lines are checked against mpmath in ``test_preintegration.py``.  Here: the rules
 themselves against closed forms, the located changes of the switch count against the count
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from symattn.numerics.plane import PlaneChannel, PlaneRule, _panels, gauss_kronrod_15
-from symattn.numerics.preintegration import LineRule
+from symattn.refine.plane import PlaneChannel, PlaneRule, _panels, gauss_kronrod_15
+from symattn.refine.preintegration import LineRule
 
 #: near the positional fixed point at alpha_c (q, m, theta, V)
 X_POS = np.array([0.04714992, 0.25225507, 0.0, 14.92349097])

@@ -1,4 +1,4 @@
-"""The high-precision stage (symattn.numerics.precise, ``thresholds --precision high``).
+"""The high-precision stage (symattn.refine.precise, ``thresholds --precision high``).
 
 The references are independent algorithms on the same node set: a one-pass channel for the
 chunked one, and the fast route's own Newton solver (``thresholds_on_nodes``: Newton on the
@@ -16,7 +16,7 @@ import pytest
 from symattn.cli import main
 from symattn.numerics.branches import BRANCHES, solve_branch
 from symattn.numerics.observables import linear_baseline_error
-from symattn.numerics.precise import (
+from symattn.refine.precise import (
     ChunkedChannel,
     HighPrecisionSettings,
     NotConverged,
@@ -130,7 +130,7 @@ def test_chord_solve_that_cannot_converge_says_so(paper_params, sobol12_channel)
 
 @pytest.fixture(scope="module")
 def fast_small(paper_params):
-    return compute_thresholds(paper_params, ThresholdSettings(log2_n=11, n_rules=2))
+    return compute_thresholds(paper_params, ThresholdSettings(log2n=11, rules=2))
 
 
 @pytest.mark.slow
@@ -142,12 +142,12 @@ def test_large_rule_stage_finds_the_roots_of_that_rule(paper_params, fast_small)
     the direct solver's last Newton step / Brent bound and its 1e-10 residual tolerance, which
     moves alpha_c by ~1e-10 / |Delta'| x |eps_t gradient| < 1e-7).  Unfolded, so that both
     run on the same nodes (folded rules: ``tests/test_folds.py``)."""
-    hp = HighPrecisionSettings(log2_n=13, n_rules=2, seed=77, chunk_log2=11, fold=False)
+    hp = HighPrecisionSettings(log2n=13, rules=2, seed=77, chunk_log2=11, fold=False)
     setup = _fast_setup(paper_params, fast_small, hp)
     eps_lin, _ = linear_baseline_error(paper_params)
     stage = _large_rule_task((paper_params, hp, 77, setup, eps_lin))
     direct = thresholds_on_nodes(paper_params, SobolRule(13, 77).nodes(),
-                                 ThresholdSettings(log2_n=13), seed=77,
+                                 ThresholdSettings(log2n=13), seed=77,
                                  alpha0=fast_small.alpha_c)
     for key in ("alpha_c", "alpha_l"):
         bound = (stage[key + "_root_bound"] + stage[key + "_fixed_point"]
@@ -193,7 +193,7 @@ def test_cli_precision_high_json(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def two_small_scrambles(paper_params, fast_small):
     """Two 2^12 scrambles through the large-rule stage, with what the second route needs."""
-    hp = HighPrecisionSettings(log2_n=12, n_rules=2, confirm_orders=(8, 10, 12),
+    hp = HighPrecisionSettings(log2n=12, rules=2, confirm_orders=(8, 10, 12),
                                confirm_cells=(28, 56))
     setup = _fast_setup(paper_params, fast_small, hp)
     eps_lin, _ = linear_baseline_error(paper_params)
@@ -249,7 +249,7 @@ def test_cli_high_options_need_precision_high(capsys):
     assert "needs the second route" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("kwargs", [{"log2_n": 9}, {"n_rules": 1}, {"chunk_log2": 27},
+@pytest.mark.parametrize("kwargs", [{"log2n": 9}, {"rules": 1}, {"chunk_log2": 27},
                                     {"confirm_orders": (20, 24)}])
 def test_settings_refuse_bad_values(kwargs):
     with pytest.raises(ValueError):
@@ -267,8 +267,8 @@ def test_interrupted_refinement_resumes_without_recomputing(paper_params, fast_s
     refused, not overwritten."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from symattn.numerics.precise import CheckpointMismatch, refine_thresholds
-    hp = HighPrecisionSettings(log2_n=12, n_rules=3, confirm_orders=())
+    from symattn.refine.precise import CheckpointMismatch, refine_thresholds
+    hp = HighPrecisionSettings(log2n=12, rules=3, confirm_orders=())
     ck = tmp_path / "high.json.partial"
 
     def stop_after_two(k, n, rec):
@@ -290,7 +290,7 @@ def test_interrupted_refinement_resumes_without_recomputing(paper_params, fast_s
     before = ck.read_text()
     with pytest.raises(CheckpointMismatch):
         refine_thresholds(paper_params, fast_small,
-                          HighPrecisionSettings(log2_n=13, n_rules=3, confirm_orders=()),
+                          HighPrecisionSettings(log2n=13, rules=3, confirm_orders=()),
                           checkpoint=ck)
     assert ck.read_text() == before
 
@@ -317,7 +317,7 @@ def test_alpha_l_goal_is_the_derivative_of_alpha_l(paper_params, sobol12_channel
     Shifts sized to move alpha_l by 1e-5; agreement to 1e-4 relative (measured below 1e-5:
     the second-order term is of that size, and the fixed points are solved to a residual of
     1e-11, which moves eps_g by about 1e-13, 1e-5 of the shift)."""
-    from symattn.numerics.precise import _eps_g, alpha_l_goal
+    from symattn.refine.precise import _eps_g, alpha_l_goal
     from symattn.numerics.saddle import solve_fixed_point
 
     B = BRANCHES["semantic"]

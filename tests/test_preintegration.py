@@ -1,6 +1,6 @@
-"""Line preintegration (symattn.numerics.preintegration) against mpmath.
+"""Line preintegration (symattn.refine.preintegration) against mpmath.
 
-The node map, the teacher and the Moreau objective are typed here from MODEL.md (sections 3
+The node map, the teacher and the Moreau objective are typed here from the model page (sections 3
 and 4) in mpmath; minima are refined by Newton at 40 digits (``newton_mp``).  The library's
 switching points must be genuine ties of two distinct local minima, and its piecewise
 Gauss-Legendre line integrals must match mpmath's adaptive quadrature split at switching
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from symattn.numerics.channel import OutputChannel
-from symattn.numerics.highprec import newton_mp
-from symattn.numerics.preintegration import (
+from symattn.refine.highprec import newton_mp
+from symattn.refine.preintegration import (
     LineRule,
     PreintegratedChannel,
     gauss_hermite_outer,
@@ -31,7 +31,7 @@ def _logistic(z):
 
 
 def mp_node(params, x, xi1, outer):
-    """``(w, t)`` in mpmath at node ``(xi1, *outer)`` (MODEL.md section 4)."""
+    """``(w, t)`` in mpmath at node ``(xi1, *outer)`` (model page §4)."""
     q, m, theta, V = (mpmath.mpf(float(v)) for v in x)
     xi = (mpmath.mpf(xi1), mpmath.mpf(float(outer[0])))
     eta = (mpmath.mpf(float(outer[1])), mpmath.mpf(float(outer[2])))
@@ -67,7 +67,7 @@ def mp_minimum(params, x, xi1, outer, start, required=True):
 
 @pytest.fixture(scope="module")
 def located(paper_params):
-    ch = PreintegratedChannel(paper_params, LineRule(log2_n=6, seed=0))
+    ch = PreintegratedChannel(paper_params, LineRule(log2n=6, seed=0))
     _, _, (k, s, hA, hB) = ch.line_switches(X_POS, ch._outer)
     assert len(k) >= 3, "the test needs lines with switching points"
     return ch, k, s, hA, hB
@@ -196,7 +196,7 @@ def test_outer_gauss_hermite_rule_is_a_probability_rule():
 
 def test_preintegrated_E_M_agrees_with_raw_rqmc(paper_params):
     """E[M] at X_POS from 12^3 lines against 8 scrambles of 2^20 raw Sobol points,
-    0.0022588229(64) (benchmarks/bench_preintegration.py): within 5e-7, the size of the
+    0.0022588229(64) (studies/preintegration_accuracy.py): within 5e-7, the size of the
     12^3 outer rule's error measured against higher orders (it was 7.6e-8)."""
     st = PreintegratedChannel(paper_params, LineRule(), outer=gauss_hermite_outer(12),
                               chunk=256).evaluate(X_POS)
@@ -208,4 +208,4 @@ def test_line_rule_refuses_bad_values():
     with pytest.raises(ValueError):
         LineRule(cells=1)
     with pytest.raises(ValueError):
-        LineRule(log2_n=0)
+        LineRule(log2n=0)

@@ -1,4 +1,4 @@
-"""The global proximal operator of the non-convex L = 2 loss (MODEL.md section 4).
+"""The global proximal operator of the non-convex L = 2 loss (model page §4).
 
 Reference: brute force.  Since the loss is non-negative, ``G(h) >= |h - w|^2 / (2V)``, and the
 global minimiser satisfies ``G(prox) <= G(w)``; hence ``|prox - w| <= R = sqrt(2 V G(w))``.  A grid

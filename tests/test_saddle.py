@@ -1,6 +1,6 @@
-"""Fixed points of the saddle-point equations at fixed quadrature (MODEL.md sections 4 and 5).
+"""Fixed points of the saddle-point equations at fixed quadrature (model page §4 and §5).
 
-Independent route: the node map, the hat equations and the prior equations typed from MODEL.md
+Independent route: the node map, the hat equations and the prior equations typed from the model page
 (``conftest``), evaluated with the library's prox on a node set symmetrised *explicitly* (the
 rule's points plus their mirror images), instead of the library's zeroing of odd atoms.
 """
@@ -32,7 +32,7 @@ def mirrored(points, branch):
 
 
 def hand_map(x, points, params, alpha):
-    """T(x) of MODEL.md section 4 with the hard global prox at every node; also returns the hats."""
+    """T(x) of model page §4 with the hard global prox at every node; also returns the hats."""
     q, m, theta, V = x
     w, hs = node_map(points, q, m, theta, params.rho)
     r = prox(w, teacher_diag(hs, params), V, params.sigma)
@@ -220,4 +220,4 @@ def test_root_on_a_narrow_selection_ramp_is_found(paper_params):
     fp = solve_fixed_point(T, x0, (0, 2, 3), tol=1e-10)
     assert fp.converged, fp.message
     assert fp.residual <= 1e-10
-    assert fp.extra["eps_stages"][-1][1] == pytest.approx(1e-4 / 3)   # it took the fine ladder
+    assert fp.eps_stages[-1][1] == pytest.approx(1e-4 / 3)   # it took the fine ladder

@@ -1,8 +1,8 @@
-"""Tests of the finite-size simulator (MODEL.md sections 2, 4 and 6).
+"""Tests of the finite-size simulator (the model page sections 2, 4 and 6).
 
 The references here are written independently of :mod:`symattn.simulation`: a literal
 implementation of the risk (explicit ``X``, ``Y`` and the ``L = 2`` logistic form of the softmax,
-MODEL.md section 3), and exact Gaussian expectations of the test error computed with a 2-D
+model page §3), and exact Gaussian expectations of the test error computed with a 2-D
 Gauss-Hermite rule over the teacher pre-activations.
 """
 
@@ -25,7 +25,7 @@ def logistic(x):
 
 
 def softmax_L2(h):
-    """MODEL.md section 3: S11 = logistic(h1^2 - h1 h2), S22 = logistic(h2^2 - h1 h2)."""
+    """model page §3: S11 = logistic(h1^2 - h1 h2), S22 = logistic(h2^2 - h1 h2)."""
     h1, h2 = h[..., 0], h[..., 1]
     s11 = logistic(h1 * h1 - h1 * h2)
     s22 = logistic(h2 * h2 - h1 * h2)
@@ -37,7 +37,7 @@ def teacher_L2(h_star, params):
 
 
 def naive_risk(Q, data):
-    """R(Q) of MODEL.md section 2, literally: explicit X, Y = T(Z Q*) Z, f_Q(X) = S(X Q) X."""
+    """R(Q) of model page §2, literally: explicit X, Y = T(Z Q*) Z, f_Q(X) = S(X Q) X."""
     d = data.d
     Z = np.asarray(data.Z, dtype=float)
     X = Z + S_SIGNS[:, None] * np.ones(d) / np.sqrt(d)
@@ -156,7 +156,7 @@ def test_eps_g_at_teacher_matches_exact_finite_d_expectation(omega):
 
 
 def test_linear_baseline_matches_theory():
-    r"""eps_lin -> (sigma^2/2) E||T(h*) - E T(h*)||^2, h* ~ N(0, rho I_2) (MODEL.md section 4).
+    r"""eps_lin -> (sigma^2/2) E||T(h*) - E T(h*)||^2, h* ~ N(0, rho I_2) (model page §4).
 
     At finite d, two effects: (i) the realised teacher has rho_d = sigma^2 |Q*|^2/d = rho (1 + O(d^-1/2)),
     which we put in the reference (it is the instance's rho); (ii) O(1/d) terms and the O(1/n) excess of

@@ -1,7 +1,7 @@
-"""Tests of the symbolic layer (MODEL.md sections 3 and 4) and of its compilation.
+"""Tests of the symbolic layer (model page §3 and §4) and of its compilation.
 
 Independent routes used here: high-precision mpmath evaluation of the general softmax loss; the
-saddle-point equations typed by hand from MODEL.md; exact Gaussian moments (written in this file)
+saddle-point equations typed by hand from the model page; exact Gaussian moments (written in this file)
 of explicit polynomial stand-ins for the Moreau envelope; a numerical maximisation of the scalar
 ridge problem; and hand-written mpmath formulas for the compiled kernels.
 """
@@ -175,7 +175,7 @@ def eq():
 
 
 def _model_md_output(eq):
-    """MODEL.md section 4, output block, typed from the page."""
+    """model page §4, output block, typed from the page."""
     (f1, f2), (xi1, xi2), (eta1, eta2) = eq.F, eq.nodes.xi, eq.nodes.eta
     E = Expect
     th_hat = alpha * (E(f1 * eta1) + E(f2 * eta2)) / sp.sqrt(rho - theta**2 / q)
@@ -234,7 +234,7 @@ def _gauss_expect(expr, gaussians):
 def _stand_in_system(eq, M_expr):
     """E[M] and the derived conjugates for an explicit M(w, h*, V), f_l = -dM/dw_l.
 
-    The node map is typed here from MODEL.md section 4; the atoms of the derived output equations
+    The node map is typed here from model page §4; the atoms of the derived output equations
     are evaluated with this explicit f and exact Gaussian moments.
     """
     xi, eta = eq.nodes.xi, eq.nodes.eta
@@ -282,7 +282,7 @@ def test_stationarity_with_closed_form_envelope(eq):
     """dPhi/dx = 0 for x in (q, m, theta, V) once the derived conjugates are substituted.
 
     With M an exact Moreau envelope (quadratic loss) every step of the derivation (envelope theorem
-    in w and V, Stein's lemma in xi and eta) is exact, so the partial derivatives of MODEL.md's Phi
+    in w and V, Stein's lemma in xi and eta) is exact, so the partial derivatives of the model page's Phi
     computed directly from the closed-form E[M] must vanish identically.
     """
     EM, hats = _stand_in_system(eq, _quadratic_envelope(eq))
@@ -383,7 +383,7 @@ def test_odd_atoms_match_the_atom_structure():
 
 # ============================================================================ mpmath compilation
 def _hand_mp(h1, h2, w1, w2, t1, t2, V_, sig):
-    """Value, gradient and Hessian of G (MODEL.md section 4) in mpmath, derived by hand."""
+    """Value, gradient and Hessian of G (model page §4) in mpmath, derived by hand."""
     lg = _mp_logistic
     a = (h1 * h1 - h1 * h2, h2 * h2 - h1 * h2)
     da = ((2 * h1 - h2, -h1), (-h2, 2 * h2 - h1))     # da[l][i] = d a_l / d h_i
@@ -447,9 +447,9 @@ def test_double_kernels_match_hand_formulas(paper_params):
 
 
 def test_derivation_generalises_to_three_tokens():
-    """MODEL.md section 7: the symbolic layer is not tied to L = 2.  For L = 3 tokens with
+    """model page §7: the symbolic layer is not tied to L = 2.  For L = 3 tokens with
     positional signs (+1, -1, +1), the derived conjugates are the L-token sums of the same
-    per-token forms (typed here from MODEL.md section 4, extended term by term)."""
+    per-token forms (typed here from model page §4, extended term by term)."""
     import sympy as sp
     from symattn.model.symbols import V_hat, alpha, m_hat, q, q_hat, rho, theta, theta_hat
     from symattn.symbolic.expectation import Expect

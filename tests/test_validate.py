@@ -1,4 +1,4 @@
-"""The validation pipeline (symattn.outputs.validate): estimators against synthetic data with
+"""The validation pipeline (symattn.experiments.validation, its statistics in symattn.stats): estimators against synthetic data with
 known answers, crash-safe CSV, a tiny end-to-end run, resumability and refusal to mix runs."""
 
 import csv
@@ -11,7 +11,11 @@ import pytest
 
 from symattn import ModelParams, ParameterError
 from symattn.cli import main
-from symattn.outputs import validate as V
+from symattn import stats
+from symattn.experiments import validation as V
+from symattn.outputs.report import format_pm, write_validation_report
+from symattn.runs import TidyCSV
+from symattn.simulation.instances import SIM_COLUMNS
 
 # ----------------------------------------------------------------------------- estimators
 
@@ -19,10 +23,10 @@ from symattn.outputs import validate as V
 def test_first_crossing_of_a_linear_function_is_its_root():
     x = [1.0, 1.25, 1.5, 1.75, 2.0]
     y = [-2.0 * (a - 1.37) for a in x]
-    assert V.first_crossing(x, y) == pytest.approx(1.37, abs=1e-12)
-    assert V.first_crossing(x, [-v for v in y]) is None          # starts below zero
-    assert V.first_crossing(x, [1.0] * 5) is None                 # never crosses
-    assert V.first_crossing(x, [1.0, 0.0, -1.0, 1.0, -1.0]) == 1.25   # the first crossing
+    assert stats.first_crossing(x, y) == pytest.approx(1.37, abs=1e-12)
+    assert stats.first_crossing(x, [-v for v in y]) is None          # starts below zero
+    assert stats.first_crossing(x, [1.0] * 5) is None                 # never crosses
+    assert stats.first_crossing(x, [1.0, 0.0, -1.0, 1.0, -1.0]) == 1.25   # the first crossing
 
 
 def test_bootstrap_crossing_recovers_a_known_root_with_a_sensible_error():
@@ -31,7 +35,7 @@ def test_bootstrap_crossing_recovers_a_known_root_with_a_sensible_error():
     K, slope, root, noise = 40, -4e-4, 1.3, 1e-4
     # per-seed offsets shared across alpha (as the paired, same-teacher data are) plus noise
     Y = slope * (x - root) + noise * rng.standard_normal((K, 1)) + 0.3 * noise * rng.standard_normal((K, x.size))
-    est, err, frac = V.bootstrap_crossing(x, Y, n_boot=1000)
+    est, err, frac = stats.bootstrap_crossing(x, Y, n_boot=1000)
     # error propagation through the linear interpolant: se(mean at the root) / |slope|
     se_prop = noise * math.sqrt(1 + 0.09) / math.sqrt(K) / abs(slope)
     assert frac == 1.0
@@ -48,13 +52,13 @@ def test_power_law_fit_recovers_a_known_exponent():
         gap0 = c_true * d ** -a_true
         err = 0.1 * gap0 + 1e-4
         gap = gap0 + err * rng.standard_normal(d.size)
-        f = V.fit_power_law(d, gap, err)
+        f = stats.fit_power_law(d, gap, err)
         assert f is not None and f.dof == d.size - 2
         hits.append(abs(f.exponent - a_true) < f.exponent_err)
     # one-sigma coverage of a linearised error: about 68 %
     assert 0.45 < np.mean(hits) < 0.9
     # noiseless: exact, and the amplitude refers to d0 = geometric mean of d
-    f = V.fit_power_law(d, c_true * d ** -a_true, 0.01 * c_true * d ** -a_true)
+    f = stats.fit_power_law(d, c_true * d ** -a_true, 0.01 * c_true * d ** -a_true)
     assert f.exponent == pytest.approx(a_true, abs=1e-8)
     assert f.predict(1000.0) == pytest.approx(c_true * 1000.0 ** -a_true, rel=1e-8)
     assert f.d0 == pytest.approx(math.exp(np.log(d).mean()))
@@ -64,11 +68,11 @@ def test_pooled_power_law_shares_the_exponent():
     d = np.array([250, 500, 1000, 2000] * 2, float)
     g = np.array([0] * 4 + [1] * 4)
     gap = np.where(g == 0, 2.0, -5.0) * d ** -1.0      # opposite signs, same exponent
-    f = V.fit_power_law(d, gap, 1e-3 * np.abs(gap), group=g)
+    f = stats.fit_power_law(d, gap, 1e-3 * np.abs(gap), group=g)
     assert f.exponent == pytest.approx(1.0, abs=1e-8) and len(f.amplitude) == 2
     assert f.amplitude[0] > 0 > f.amplitude[1]
     # too few points for one degree of freedom: no fit
-    assert V.fit_power_law([100, 200], [1.0, 0.5], [0.1, 0.1]) is None
+    assert stats.fit_power_law([100, 200], [1.0, 0.5], [0.1, 0.1]) is None
 
 
 def test_regression_estimate_removes_the_covariate_spread():
@@ -76,23 +80,24 @@ def test_regression_estimate_removes_the_covariate_spread():
     K = 8
     t = 1 + math.sqrt(2 / 1000) * rng.standard_normal(K)       # teacher norms, mean 1
     x = 0.12 + 0.12 * (t - 1) + 1e-4 * rng.standard_normal(K)  # theta follows the teacher norm
-    est, se = V.regression_estimate(x, t)
-    m, se_plain = V.mean_se(x)
+    est, se = stats.regression_estimate(x, t)
+    m, se_plain = stats.mean_se(x)
     assert abs(est - 0.12) < 4 * se and se < 0.2 * se_plain
-    assert all(math.isnan(v) for v in V.regression_estimate(x[:2], t[:2]))
+    assert all(math.isnan(v) for v in stats.regression_estimate(x[:2], t[:2]))
 
 
 def test_format_pm():
-    assert V.format_pm(0.13459, 0.0012) == "0.1346(12)"
-    assert V.format_pm(0.0027944, 2.1e-5) == "0.002794(21)"
-    assert V.format_pm(None, 0.1) == "–" and V.format_pm(1.5, math.nan) == "1.5"
+    assert format_pm(0.13459, 0.0012) == "0.1346(12)"
+    assert format_pm(0.0027944, 2.1e-5) == "0.002794(21)"
+    assert format_pm(None, 0.1) == "–" and format_pm(1.5, math.nan) == "1.5"
 
 
 # ----------------------------------------------------------------------------- crash-safe CSV
 
 
 def test_tidy_csv_repairs_a_partial_last_line(tmp_path):
-    t = V.TidyCSV(tmp_path / "x.csv", ("d", "alpha", "start", "converged"))
+    t = TidyCSV(tmp_path / "x.csv", ("d", "alpha", "start", "converged"),
+                {"d": int, "start": str, "converged": bool})
     assert t.load() == []
     t.append([{"d": 10, "alpha": 1.5, "start": "semantic", "converged": True}])
     t.append([{"d": 20, "alpha": 0.1 + 0.2, "start": "positional", "converged": False}])
@@ -102,7 +107,7 @@ def test_tidy_csv_repairs_a_partial_last_line(tmp_path):
     assert [r["d"] for r in rows] == [10, 20]
     assert rows[1]["alpha"] == 0.1 + 0.2 and rows[1]["converged"] is False   # exact round trip
     assert t.path.read_text().endswith("False\n")                            # repaired on disk
-    bad = V.TidyCSV(t.path, ("d", "other"))
+    bad = TidyCSV(t.path, ("d", "other"))
     with pytest.raises(ParameterError, match="out"):
         bad.load()
 
@@ -117,7 +122,8 @@ PARAMS = ModelParams()
 def tiny_run(tmp_path_factory):
     """A real run on a tiny grid (two worker processes), done once."""
     out = tmp_path_factory.mktemp("validation")
-    res = V.run_validation(PARAMS, GRID, THEORY, out, workers=2, log=open("/dev/null", "w"))
+    res = V.run_validation(PARAMS, GRID, THEORY, out, workers=2, log=open("/dev/null", "w"),
+                           report=write_validation_report)
     return out, res
 
 
@@ -140,7 +146,7 @@ def test_tiny_run_writes_tables_and_figures(tiny_run):
     # seeds scale like 1/d (equal standard errors): 6 seeds at d = 30, 3 at d = 60
     assert [GRID.n_seeds(d) for d in GRID.ds] == [6, 3]
     assert len(rows) == 2 * len(GRID.tasks()) == 2 * 2 * (6 + 3)     # starts x alphas x seeds
-    assert set(rows[0]) == set(V.SIM_COLUMNS)
+    assert set(rows[0]) == set(SIM_COLUMNS)
     assert {r["start"] for r in rows} == {"semantic", "positional"}
     # paired: the two starts of a task share the data set, hence teacher norm and eps_lin
     by = {}
@@ -174,8 +180,7 @@ def test_rerun_recomputes_nothing(tiny_run, tmp_path, monkeypatch):
     monkeypatch.setattr(V, "simulation_task", _forbid)
     monkeypatch.setattr(V, "theory_sweep", _forbid)
     monkeypatch.setattr(V, "_thresholds_task", _forbid)
-    res = V.run_validation(PARAMS, GRID, THEORY, copy, workers=1, log=open("/dev/null", "w"),
-                           make_plots=False)
+    res = V.run_validation(PARAMS, GRID, THEORY, copy, workers=1, log=open("/dev/null", "w"))
     assert res["failed"] == [] and (copy / "simulations.csv").read_text() == before
 
 
@@ -205,8 +210,7 @@ def test_killed_run_resumes_without_duplicates(tiny_run, tmp_path, monkeypatch):
 
     calls.clear()
     monkeypatch.setattr(V, "simulation_task", lambda *a, **k: (calls.append(a[1:4]), real(*a, **k))[1])
-    V.run_validation(PARAMS, GRID, THEORY, run, workers=1, log=open("/dev/null", "w"),
-                     make_plots=False)
+    V.run_validation(PARAMS, GRID, THEORY, run, workers=1, log=open("/dev/null", "w"))
     n_tasks = len(GRID.tasks())
     assert len(calls) == n_tasks - 2           # the 2 intact tasks are not redone, the cut one is
     rows = _sim_rows(run)

@@ -6,7 +6,7 @@ over arrays of any common shape; their argument order is stated in each docstrin
 Numerical constants are kept as symbols and bound at call time (see STYLE.md: lambdify
 with ``modules="mpmath"`` would otherwise demote baked-in floats to double).
 
-Specialisation to ``L = 2``, ``r = r_t = 1`` (MODEL.md section 4) lives in this module's
+Specialisation to ``L = 2``, ``r = r_t = 1`` (model page §4) lives in this module's
 :data:`SETTING` and in :mod:`symattn.numerics.prox`, nowhere else.
 """
 
@@ -183,7 +183,7 @@ def eps_g_nodes():
     r"""``(u, v, h, hs)``: the Gaussian variables of ``eps_g`` and the pre-activations built from them.
 
     :math:`h_l = s_l m + \sqrt q u_l`, :math:`h^*_l = (\theta/\sqrt q) u_l + \sqrt{\rho-\theta^2/q}\,v_l`
-    (MODEL.md section 4, ``eps_g``).
+    (model page §4, ``eps_g``).
     """
     u = sp.symbols("u_1:3", real=True)
     v = sp.symbols("v_1:3", real=True)

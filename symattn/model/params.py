@@ -1,4 +1,4 @@
-"""Model parameters of MODEL.md section 2, validated once, at the boundary.
+"""Model parameters of model page §2, validated once, at the boundary.
 
 Every numerical routine of symattn takes a :class:`ModelParams`; nothing below
 this module re-checks its inputs.  Invalid input raises :class:`ParameterError`,
@@ -15,7 +15,7 @@ import numpy as np
 
 __all__ = ["ModelParams", "ParameterError", "PAPER_A", "APPENDIX_A", "check_alpha"]
 
-#: The paper's default positional attention matrix (MODEL.md section 2).
+#: The paper's default positional attention matrix (model page §2).
 PAPER_A = ((0.6, 0.4), (0.4, 0.6))
 #: The second matrix used in the paper's appendix.
 APPENDIX_A = ((0.3, 0.7), (0.8, 0.2))
@@ -54,7 +54,7 @@ def check_alpha(alpha) -> float:
 
 @dataclass(frozen=True)
 class ModelParams:
-    r"""Parameters of the attention model (MODEL.md section 2).
+    r"""Parameters of the attention model (model page §2).
 
     The teacher variance is :math:`\rho = \sigma^2` (teacher weights are iid ``N(0, 1)``).
     Positional encodings are ``p_1 = (1, ..., 1)``, ``p_2 = -p_1`` (sign ``s_l``).
@@ -123,7 +123,7 @@ class ModelParams:
     def swap_symmetric(self) -> bool:
         """True when ``A`` is exactly invariant under swapping the two tokens (``A11 = A22``).
 
-        Then ``m = 0`` is an exact invariant of the saddle-point equations (MODEL.md section 5),
+        Then ``m = 0`` is an exact invariant of the saddle-point equations (model page §5),
         and the token swap is an exact symmetry that rules may be folded by; exact equality,
         because a fold is exact only then.
         """

@@ -1,6 +1,6 @@
-r"""The SymPy symbols of MODEL.md, one place, named as the paper writes them.
+r"""The SymPy symbols of the model page (docs/model.md), one place, named as the paper writes them.
 
-Order parameters (rank 1, MODEL.md section 3) and their conjugates:
+Order parameters (rank 1, model page §3) and their conjugates:
 
 ==============  ===============================================  ==================
 symbol          meaning                                          JSON key

@@ -1,4 +1,4 @@
-r"""The positional and semantic branches of fixed points (MODEL.md section 5).
+r"""The positional, semantic and trivial fixed points (model page §5).
 
 * **positional**: :math:`\theta = 0` exactly (the teacher is even in :math:`Q^*`), ``m != 0``;
   free variables ``(q, m, V)``.
@@ -6,9 +6,9 @@ r"""The positional and semantic branches of fixed points (MODEL.md section 5).
 * **semantic**: ``theta != 0``, ``m = 0``; free ``(q, theta, V)``.  ``m = 0`` is an exact
   invariant for *any* row-stochastic ``A``: at ``m = 0`` the map ``(xi, eta) -> -(xi, eta)``
   flips ``w`` and ``h*``, leaves ``S`` and ``T`` unchanged, and flips ``f``, so
-  ``m_hat = alpha E[f_1 - f_2] = 0`` (MODEL.md section 5 says "only approximately" for a
-  non-symmetric ``A``; the invariance holds, but whether this fixed point is the relevant
-  minimum there, or a mixed one with ``m != 0`` lies lower, is not settled here).
+  ``m_hat = alpha E[f_1 - f_2] = 0`` (model page §5).  Whether this fixed point is the global
+  minimum, or a mixed one with ``m != 0`` and ``theta != 0`` lies lower (as finite-size training
+  suggests for a non-symmetric ``A``), is not settled by these pinned solves.
 
 A branch exists only on part of the ``alpha`` axis.  A solve that lands on the trivial
 point of the other family (``theta -> 0`` on the semantic branch, ``m -> 0`` on the
@@ -24,10 +24,10 @@ import numpy as np
 
 from ..model.params import ModelParams, check_alpha
 from .channel import OutputChannel
-from .observables import generalisation_error
+from .observables import generalisation_error, teacher_mean_diagonal
 from .saddle import FixedPoint, SaddlePointMap, solve_fixed_point
 
-__all__ = ["BRANCHES", "Branch", "BranchNotFound", "solve_branch"]
+__all__ = ["BRANCHES", "Branch", "BranchNotFound", "solve_branch", "positional_excluded"]
 
 #: normalised overlaps (cosines) below this mean the solve collapsed onto the trivial point:
 #: theta/sqrt(q rho) on the semantic branch, m/sqrt(q) on the positional one.  Quadrature
@@ -89,6 +89,25 @@ BRANCHES = {
 }
 
 
+def positional_excluded(params: ModelParams) -> str | None:
+    r"""Why this model has no positional branch, or ``None`` if nothing rules one out.
+
+    With tied ``Q`` and encodings :math:`\pm p`, position can only raise the diagonal of
+    ``S`` (:math:`S_{11} + S_{22} \ge 1` for every ``h``), so when the teacher's mean diagonal
+    (:func:`~symattn.numerics.observables.teacher_mean_diagonal`) is below one half, attending by
+    position cannot lower the loss and the semantic or trivial point is the minimum at every
+    ``alpha`` (model page §5).  This is the model, not a solver failure.  (At the appendix
+    matrix ``A = [[0.3, 0.7], [0.8, 0.2]]`` and ``omega = 0.3`` the mean diagonal is 0.465.)
+    """
+    diag, err = teacher_mean_diagonal(params)
+    if diag + err >= 0.5:
+        return None
+    return (f"no positional branch exists for this model: with tied Q and p_2 = -p_1, position "
+            f"can only raise the diagonal of S (S_11 + S_22 >= 1 for every h), while this "
+            f"teacher's mean diagonal is {diag:.4f} < 1/2, so attending by position cannot "
+            "lower the loss; the semantic or trivial point is the minimum at every alpha")
+
+
 def solve_branch(params: ModelParams, branch: str, alpha: float, channel: OutputChannel, *,
                  x0=None, tol: float = 1e-10, with_eps_g: bool = True) -> FixedPoint:
     """Fixed point of ``branch`` at ``alpha`` on the channel's node set.
@@ -110,10 +129,12 @@ def solve_branch(params: ModelParams, branch: str, alpha: float, channel: Output
         if why is None:
             break
     if why is not None:
+        excluded = positional_excluded(params) if branch == "positional" else None
+        if excluded is not None:
+            why = f"{why}.  As expected: {excluded}"
         raise BranchNotFound(f"{branch} branch not found at alpha = {alpha:g}: {why}", fp)
-    fp.extra["branch"] = branch
-    fp.extra["n_map_evaluations"] = T.n_evaluations
+    fp.branch = branch
+    fp.n_map_evaluations = T.n_evaluations
     if with_eps_g:
-        eg, eg_err = generalisation_error(params, fp.q, fp.m, fp.theta)
-        fp.extra["eps_g"], fp.extra["eps_g_quad_err"] = eg, eg_err
+        fp.eps_g, fp.eps_g_err = generalisation_error(params, fp.q, fp.m, fp.theta)
     return fp

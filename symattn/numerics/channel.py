@@ -1,7 +1,7 @@
 r"""The output (loss) channel: the expectation atoms of the hat equations on a node set.
 
 At order parameters ``(q, m, theta, V)`` every node ``(xi, eta)`` of a :class:`NodeSet` is
-mapped to (MODEL.md section 4)
+mapped to (model page §4)
 
 .. math::
 
@@ -180,7 +180,7 @@ class OutputChannel:
         minimum became global in between; a minimum born at a fold starts no lower than the
         minimum its saddle connects it to, so for small moves that is rare (measured: about
         one node in a million), and callers check
-        (:class:`~symattn.numerics.precise.ChunkedChannel`).
+        (:class:`~symattn.refine.precise.ChunkedChannel`).
         """
         x = np.asarray(x, float)
         w, t = self._setup(x)

@@ -1,6 +1,6 @@
 r"""Smooth expectations: the test error ``eps_g`` and the linear baseline ``eps_lin``.
 
-MODEL.md section 4, with :math:`u, v \sim N(0, I_2)`:
+model page §4, with :math:`u, v \sim N(0, I_2)`:
 
 .. math::
 
@@ -26,7 +26,7 @@ from ..compile.kernels import generalisation_integrand, teacher_kernel
 from ..model.params import ModelParams
 from .quadrature import GaussHermiteRule, gauss_hermite_1d
 
-__all__ = ["generalisation_error", "linear_baseline_error"]
+__all__ = ["generalisation_error", "linear_baseline_error", "teacher_mean_diagonal"]
 
 
 def _eps_g(params: ModelParams, q, m, theta, order):
@@ -60,4 +60,26 @@ def linear_baseline_error(params: ModelParams, order: int = 80):
     """``(eps_lin, error_estimate)``; independent of ``alpha`` (best ``B`` is ``E[T]``)."""
     hi = _eps_lin(params, order)
     lo = _eps_lin(params, order - 20)
+    return hi, abs(hi - lo)
+
+
+def _mean_diagonal(params: ModelParams, order):
+    x, w = gauss_hermite_1d(order)
+    s = np.sqrt(params.rho)
+    H1, H2 = np.meshgrid(s * x, s * x, indexing="ij")
+    t1, t2 = teacher_kernel()(H1, H2, params.omega, params.A[0][0], params.A[1][1])
+    return float(np.sum(np.outer(w, w) * (t1 + t2)) / 2)
+
+
+def teacher_mean_diagonal(params: ModelParams, order: int = 80):
+    r"""``(value, error_estimate)`` of the teacher's mean diagonal
+    :math:`\tfrac12\,\mathbb{E}[T_{11} + T_{22}]`, :math:`h^* \sim N(0, \rho I_2)`.
+
+    With tied ``Q`` and :math:`p_2 = -p_1` the student's diagonal satisfies
+    :math:`S_{11} + S_{22} \ge 1` for every ``h`` (the two logistic arguments sum to
+    :math:`(h_1 - h_2)^2 \ge 0`), so a teacher whose mean diagonal is below one half cannot be
+    approached by attending by position (model page §5).
+    """
+    hi = _mean_diagonal(params, order)
+    lo = _mean_diagonal(params, order - 20)
     return hi, abs(hi - lo)

@@ -6,7 +6,7 @@ r"""The proximal operator of the non-convex ``L = 2`` loss, at every node at onc
     \mathcal{G}(h) = \frac{\lVert h - w\rVert^2}{2V}
       + \sigma^2\sum_{l=1,2}\left(\mathrm{logistic}(h_l^2 - h_1h_2) - T_{ll}\right)^2
 
-(MODEL.md section 4).  ``G`` is even in ``h`` up to the quadratic term and, with ``V`` of order
+(model page §4).  ``G`` is even in ``h`` up to the quadratic term and, with ``V`` of order
 10-30, has two or more local minima; the GLOBAL minimiser is wanted.
 
 Method: safeguarded Newton from several starts per node, all nodes and starts in lock step

@@ -3,11 +3,11 @@ r"""Integration rules for Gaussian expectations over the nodes ``(xi_1, xi_2, et
 A :class:`NodeSet` is a list of points in :math:`\mathbb{R}^4` with weights summing to one,
 approximating :math:`\mathbb{E}_{\xi,\eta\sim N(0,I_2)\otimes N(0,I_2)}[g]`.
 
-* :class:`SobolRule` -- randomised quasi-Monte Carlo: ``2**log2_n`` scrambled Sobol points
+* :class:`SobolRule` -- randomised quasi-Monte Carlo: ``2**log2n`` scrambled Sobol points
   (Owen scrambling, ``scipy.stats.qmc.Sobol``) mapped through the normal quantile. The
   default rule of symattn: the hat integrands jump across the surfaces where the global
   minimiser of the prox switches.  Measured at the semantic fixed point near ``alpha_c``
-  (``benchmarks/bench_quadrature.py``, 256 to 65536 nodes): RQMC errors fall like
+  (``studies/quadrature_convergence.py``, 256 to 65536 nodes): RQMC errors fall like
   ``n^-0.8`` for ``V_hat`` and ``n^-0.9`` for ``E[M]``, tensor Gauss-Hermite like ``n^-0.6``
   and ``n^-0.5``, erratically.  Independent scrambles (different ``seed``) give independent,
   unbiased estimates, whose spread is the integration error bar.  A rule can be *folded* onto
@@ -96,26 +96,26 @@ def _unrotate(z):
 
 @dataclass(frozen=True)
 class SobolRule:
-    """Scrambled Sobol rule with ``2**log2_n`` points in 4-D, scramble ``seed``."""
+    """Scrambled Sobol rule with ``2**log2n`` points in 4-D, scramble ``seed``."""
 
-    log2_n: int = 13
+    log2n: int = 13
     seed: int = 0
 
     def __post_init__(self):
-        if not 1 <= self.log2_n <= 24:
-            raise ValueError(f"log2_n must be in [1, 24], got {self.log2_n}")
+        if not 1 <= self.log2n <= 24:
+            raise ValueError(f"log2n must be in [1, 24], got {self.log2n}")
 
     @property
     def size(self) -> int:
-        return 2**self.log2_n
+        return 2**self.log2n
 
     def nodes(self, dim: int = 4, fold: str | None = None) -> NodeSet:
         """The nodes; with ``fold`` (a key of :data:`FOLDS`, ``dim = 4``) the scrambled points
         are mapped onto that symmetry's fundamental domain (``u -> (1 + u)/2`` in the folded
         coordinates, so the points still form a net there)."""
         u = qmc.Sobol(d=dim, scramble=True, seed=np.random.default_rng([self.seed, dim]))
-        pts = u.random_base2(self.log2_n)
-        label = f"sobol(2^{self.log2_n}, seed={self.seed})"
+        pts = u.random_base2(self.log2n)
+        label = f"sobol(2^{self.log2n}, seed={self.seed})"
         rotated = False
         if fold is not None:
             if fold not in FOLDS or dim != 4:

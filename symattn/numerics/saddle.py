@@ -22,8 +22,9 @@ global multi-start prox, at the final ``eps``.
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -47,6 +48,11 @@ class FixedPoint:
     :math:`d\\varepsilon_t/d\\alpha` exactly on the positional branch and up to the
     integration error on the semantic one (its ``theta_hat`` equation uses Stein's lemma, which
     a finite rule satisfies only approximately).
+
+    Filled in by the callers that know them: ``branch`` (:func:`~symattn.numerics.branches.solve_branch`),
+    ``eps_g`` and ``eps_g_err`` (its quadrature error bound; ``nan`` until computed),
+    ``n_map_evaluations``.  Diagnostics of the solve: ``n_ties`` (nodes whose two lowest minima
+    nearly tie at the final smoothing width) and ``eps_stages`` (the smoothing ladders tried).
     """
 
     alpha: float
@@ -69,7 +75,12 @@ class FixedPoint:
     rule: str
     message: str = ""
     wall_time: float = 0.0
-    extra: dict = field(default_factory=dict)
+    branch: str = ""
+    eps_g: float = math.nan
+    eps_g_err: float = math.nan
+    n_ties: int = 0
+    n_map_evaluations: int = 0
+    eps_stages: tuple = ()
 
     @property
     def x(self) -> np.ndarray:
@@ -266,11 +277,11 @@ def solve_fixed_point(T: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 
         if ok:
             break
     return fixed_point_record(T, state, free, tol, eps, iterations=iterations,
-                              wall_time=time.perf_counter() - t0, extra={"eps_stages": tried})
+                              wall_time=time.perf_counter() - t0, eps_stages=tuple(tried))
 
 
 def fixed_point_record(T: SaddlePointMap, state: MapState, free, tol: float, eps: float, *,
-                       iterations: int, wall_time: float = 0.0, extra=None) -> FixedPoint:
+                       iterations: int, wall_time: float = 0.0, eps_stages=()) -> FixedPoint:
     """The :class:`FixedPoint` of ``state``, with its convergence status judged here."""
     res = float(np.max(np.abs(state.residual(free))))
     ch = state.channel
@@ -288,4 +299,4 @@ def fixed_point_record(T: SaddlePointMap, state: MapState, free, tol: float, eps
                       E_M=ch.E_M, E_loss=ch.E_loss, residual=res, converged=converged,
                       iterations=iterations, n_failed_prox=ch.n_failed, free=tuple(free),
                       rule=T.channel.nodes.label, message=message, wall_time=wall_time,
-                      extra={**(extra or {}), "n_ties": ch.n_ties})
+                      n_ties=ch.n_ties, eps_stages=tuple(eps_stages))

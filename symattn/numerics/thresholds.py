@@ -1,4 +1,4 @@
-r"""The thresholds ``alpha_c`` and ``alpha_l`` with error bars (MODEL.md section 5).
+r"""The thresholds ``alpha_c`` and ``alpha_l`` with error bars (model page §5).
 
 * :math:`\alpha_c`: root of :math:`\Delta(\alpha) = \varepsilon_t^{\rm pos}(\alpha) -
   \varepsilon_t^{\rm sem}(\alpha)`, by Newton's method with the derivative
@@ -9,59 +9,62 @@ r"""The thresholds ``alpha_c`` and ``alpha_l`` with error bars (MODEL.md section
 * :math:`\alpha_l`: where the global minimum's :math:`\varepsilon_g` crosses
   :math:`\varepsilon_{\rm lin}`, by Brent's method on the branch that is global there.
 
-**Error bars.**  The expectations are computed with ``n_rules`` independent scrambles of a
+**Error bars.**  The expectations are computed with ``rules`` independent scrambles of a
 Sobol rule; each scramble gives a full, independent estimate of each threshold.  The reported
 value is their mean and the error bar is
 
-``err = t * std / sqrt(n_rules) + root-finding error``
+``err = t * std / sqrt(rules) + root-finding error``
 
-with ``t = 1`` (one standard error).  The root-finding error is the last Newton step (Brent's bound for ``alpha_l``),
-and the fixed-point contribution (residual <= ``tol``, default 1e-10, times the sensitivity of
-the threshold to it) is orders of magnitude smaller and is included in that bound.
+with ``t = 1`` (one standard error).  The root-finding error is the last Newton step (Brent's
+bound for ``alpha_l``).  The fixed-point contribution (residual <= ``tol`` times the sensitivity
+of the threshold to it) and floating point are orders of magnitude smaller and are not included
+(:meth:`Thresholds.error_budget`; measured in ``docs/numerics.md``).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from scipy import optimize
 
 from ..model.params import ModelParams
+from ..runs.executors import map_tasks
+from ..results import Estimate, Status, format_estimate
 from ..stats import mean_se
-from .branches import BranchNotFound, solve_branch
+from .branches import BranchNotFound, positional_excluded, solve_branch
 from .channel import OutputChannel
+from .estimates import fixed_point_means
 from .observables import generalisation_error, linear_baseline_error
 from .quadrature import SobolRule
 from .saddle import FixedPoint
+from .settings import NumericalSettings
 
-__all__ = ["ThresholdSettings", "RuleThresholds", "Thresholds", "thresholds_for_rule",
+__all__ = ["NumericalSettings", "ThresholdSettings", "RuleThresholds", "Thresholds", "thresholds_for_rule",
            "thresholds_on_nodes",
-           "compute_thresholds", "ThresholdNotFound", "map_tasks"]
+           "compute_thresholds", "ThresholdNotFound"]
 
 
 class ThresholdNotFound(RuntimeError):
     """A threshold could not be located (branch missing, no sign change, no convergence)."""
 
 
-@dataclass(frozen=True)
-class ThresholdSettings:
-    """Numerical settings, one knob each; ``tol`` is threaded through prox and fixed points."""
-
-    log2_n: int = 14          #: Sobol points per rule: 2**log2_n
-    n_rules: int = 8          #: independent scrambles (the error bar's sample size)
-    tol: float = 1e-10        #: fixed-point residual tolerance (and selection smoothing)
-    root_tol: float = 1e-9    #: stopping step of the root finders in alpha
-    alpha_start: float = 1.0  #: first guess for alpha_c (no knowledge of the answer assumed)
-    seed: int = 0             #: seed of the first scramble; rule k uses seed + k
+#: The settings of :func:`compute_thresholds` (the name this module used before
+#: :class:`~symattn.numerics.settings.NumericalSettings` served every solver).
+ThresholdSettings = NumericalSettings
 
 
 @dataclass
 class RuleThresholds:
-    """Thresholds from one scramble, with the fixed points at ``alpha_c``."""
+    """Thresholds from one scramble, with the fixed points at ``alpha_c``.
+
+    Where ``alpha_c`` is undefined (no positional branch, :func:`~symattn.numerics.branches.
+    positional_excluded`), ``alpha_c`` and ``alpha_c_step`` are ``nan``, ``positional`` is
+    ``None`` and ``semantic`` is the fixed point at ``alpha_l``.
+    """
 
     seed: int
     alpha_c: float
@@ -69,7 +72,7 @@ class RuleThresholds:
     alpha_l: float
     alpha_l_step: float
     alpha_l_branch: str
-    positional: FixedPoint
+    positional: FixedPoint | None
     semantic: FixedPoint
     newton_iterations: int
     wall_time: float
@@ -87,12 +90,37 @@ class Thresholds:
     eps_lin_err: float
     params: dict
     settings: dict
-    rules: list = field(repr=False)
+    per_rule: list = field(repr=False)
     wall_time: float = 0.0
+    #: why ``alpha_c`` is undefined (then ``alpha_c`` is ``nan``), or ""
+    alpha_c_note: str = ""
 
-    def at_alpha_c(self, branch: str) -> dict:
-        """Mean and standard error over scrambles of each order parameter at ``alpha_c``."""
-        return fixed_point_means([getattr(r, branch) for r in self.rules])
+    def at_alpha_c(self, branch: str) -> dict | None:
+        """Mean and standard error over scrambles of each order parameter at ``alpha_c``
+        (``None`` where ``alpha_c`` is undefined)."""
+        if self.alpha_c_note:
+            return None
+        return fixed_point_means([getattr(r, branch) for r in self.per_rule])
+
+    def estimate(self, name: str) -> Estimate:
+        """``alpha_c``, ``alpha_l`` or ``eps_lin`` as an :class:`~symattn.results.Estimate`."""
+        if name not in ("alpha_c", "alpha_l", "eps_lin"):
+            raise KeyError(f"{name!r}; one of alpha_c, alpha_l, eps_lin")
+        if name == "alpha_c" and self.alpha_c_note:
+            return Estimate(math.nan, math.nan, Status(False, message=self.alpha_c_note))
+        its = sum(r.newton_iterations for r in self.per_rule)
+        return Estimate(getattr(self, name), getattr(self, name + "_err"),
+                        Status(True, iterations=its, message=f"mean over {len(self.per_rule)} "
+                               f"scrambles of 2^{self.settings['log2n']} points"))
+
+    def __repr__(self) -> str:
+        s = self.settings
+        ac = (f"undefined ({self.alpha_c_note})" if self.alpha_c_note
+              else format_estimate(self.alpha_c, self.alpha_c_err))
+        return (f"Thresholds(alpha_c = {ac}, alpha_l = "
+                f"{format_estimate(self.alpha_l, self.alpha_l_err)}, eps_lin = "
+                f"{self.eps_lin:.10f}; {s['rules']} scrambles of 2^{s['log2n']} points, "
+                f"{self.wall_time:.1f} s)")
 
     def error_budget(self) -> dict:
         """The components of ``alpha_c_err`` and ``alpha_l_err`` (their sum).
@@ -100,15 +128,27 @@ class Thresholds:
         ``integration``: one standard error over the scrambles (infinite for a single rule);
         ``root_finding``: the largest last step of the root finders.  The fixed-point tolerance
         and floating point contribute ~1e-12 or less at the defaults
-        (``benchmarks/bench_error_budget.py``) and are not included.
+        (``studies/error_budget.py``) and are not included.
         """
         out = {}
         for key, step in (("alpha_c", "alpha_c_step"), ("alpha_l", "alpha_l_step")):
-            se = mean_se([getattr(r, key) for r in self.rules])[1] if len(self.rules) > 1 \
+            se = mean_se([getattr(r, key) for r in self.per_rule])[1] if len(self.per_rule) > 1 \
                 else math.inf
             out[key] = {"integration": se,
-                        "root_finding": max(getattr(r, step) for r in self.rules)}
+                        "root_finding": max(getattr(r, step) for r in self.per_rule)}
         return out
+
+    def to_dict(self) -> dict:
+        """The JSON of ``symattn thresholds --json``."""
+        d = self.as_dict()
+        if self.alpha_c_note:
+            d["alpha_c"] = d["alpha_c_err"] = None
+            d["alpha_c_note"] = self.alpha_c_note
+            d["semantic_at_alpha_l"] = fixed_point_means([r.semantic for r in self.per_rule])
+            for r in d["per_rule"]:
+                r["alpha_c"] = None
+            d["error_budget"]["alpha_c"] = None
+        return d
 
     def as_dict(self) -> dict:
         return {"alpha_c": self.alpha_c, "alpha_c_err": self.alpha_c_err,
@@ -116,7 +156,7 @@ class Thresholds:
                 "eps_lin": self.eps_lin, "eps_lin_err": self.eps_lin_err,
                 "params": self.params, "settings": self.settings,
                 "per_rule": [{"seed": r.seed, "alpha_c": r.alpha_c, "alpha_l": r.alpha_l,
-                              "alpha_l_branch": r.alpha_l_branch} for r in self.rules],
+                              "alpha_l_branch": r.alpha_l_branch} for r in self.per_rule],
                 "error_budget": self.error_budget(),
                 "positional_at_alpha_c": self.at_alpha_c("positional"),
                 "semantic_at_alpha_c": self.at_alpha_c("semantic"),
@@ -179,7 +219,7 @@ def _alpha_c(params, channel, tol, root_tol, alpha0, warm):
             if b - a < root_tol:
                 return alpha, b - a, pos, sem, it
         elif delta < 0 and not new > alpha:
-            new = 1.25 * alpha   # positional still global: alpha_c lies above (MODEL.md 5)
+            new = 1.25 * alpha   # positional still global: alpha_c lies above (model page §5)
         elif delta > 0 and not new < alpha:
             new = alpha / 1.25   # semantic already global: alpha_c lies below
         step = alpha - new
@@ -194,7 +234,7 @@ def _crossing(params, channel, branch, a, b, x_a, eps_lin, tol, root_tol):
     def g(alpha):
         fp = solve_branch(params, branch, alpha, channel, x0=warm["x"], tol=tol)
         warm["x"] = fp.x
-        return fp.extra["eps_g"] - eps_lin
+        return fp.eps_g - eps_lin
 
     ga = g(a)
     gb = g(b)
@@ -211,24 +251,79 @@ def _crossing(params, channel, branch, a, b, x_a, eps_lin, tol, root_tol):
 def thresholds_for_rule(params: ModelParams, settings: ThresholdSettings, seed: int,
                         alpha0: float | None = None, warm=(None, None)) -> RuleThresholds:
     """``alpha_c`` and ``alpha_l`` on the scrambled Sobol rule ``seed``."""
-    return thresholds_on_nodes(params, SobolRule(settings.log2_n, seed).nodes(), settings,
+    return thresholds_on_nodes(params, SobolRule(settings.log2n, seed).nodes(), settings,
                                seed=seed, alpha0=alpha0, warm=warm)
+
+
+def _semantic_only(params, channel, settings, seed, alpha0, x_sem, t0) -> RuleThresholds:
+    """No positional branch: ``alpha_c`` is undefined; ``alpha_l`` is where the semantic
+    branch's ``eps_g`` falls below ``eps_lin`` (the trivial point's ``eps_g`` never does:
+    uniform attention is no better than the best positional baseline)."""
+    eps_lin, _ = linear_baseline_error(params)
+    tol, alpha = settings.tol, alpha0
+    while True:                        # up to the first alpha where the semantic branch exists
+        try:
+            sem = solve_branch(params, "semantic", alpha, channel, x0=x_sem, tol=tol)
+            break
+        except BranchNotFound as exc:
+            alpha *= 1.25
+            if alpha > _ALPHA_SCAN_MAX:
+                raise ThresholdNotFound(f"alpha_l: no semantic branch in [{alpha0:g}, "
+                                        f"{_ALPHA_SCAN_MAX:g}] (last: {exc})") from exc
+    a, x_a = alpha, sem.x
+    if sem.eps_g - eps_lin <= 0:
+        raise ThresholdNotFound(f"alpha_l: the semantic branch already beats the linear baseline "
+                                f"where it is first found (alpha = {alpha:g}); scan from a "
+                                "smaller alpha_start")
+    b = a * 1.25
+    while True:                        # bracket the crossing above
+        fp = solve_branch(params, "semantic", b, channel, x0=x_a, tol=tol)
+        if fp.eps_g - eps_lin <= 0:
+            break
+        a, x_a, b = b, fp.x, b * 1.25
+        if b > _ALPHA_SCAN_MAX:
+            raise ThresholdNotFound(f"alpha_l: eps_g of the semantic branch stays above eps_lin "
+                                    f"up to alpha = {_ALPHA_SCAN_MAX:g}")
+    al, al_step = _crossing(params, channel, "semantic", a, b, x_a, eps_lin, tol,
+                            settings.root_tol)
+    sem = solve_branch(params, "semantic", al, channel, x0=x_a, tol=tol)
+    triv = solve_branch(params, "trivial", al, channel, tol=tol, with_eps_g=False)
+    if triv.eps_t < sem.eps_t:
+        raise ThresholdNotFound(f"alpha_l: at alpha = {al:g} the trivial point's training loss "
+                                "is below the semantic one's: the semantic point is not the "
+                                "global minimum there")
+    return RuleThresholds(seed=seed, alpha_c=math.nan, alpha_c_step=math.nan, alpha_l=al,
+                          alpha_l_step=al_step, alpha_l_branch="semantic", positional=None,
+                          semantic=sem, newton_iterations=0,
+                          wall_time=time.perf_counter() - t0)
 
 
 def thresholds_on_nodes(params: ModelParams, nodes, settings: ThresholdSettings, seed: int = -1,
                         alpha0: float | None = None, warm=(None, None)) -> RuleThresholds:
-    """``alpha_c`` and ``alpha_l`` on any :class:`~symattn.numerics.quadrature.NodeSet`."""
+    """``alpha_c`` and ``alpha_l`` on any :class:`~symattn.numerics.quadrature.NodeSet`.
+
+    Where the model has no positional branch (:func:`~symattn.numerics.branches.
+    positional_excluded`), ``alpha_c`` is undefined (``nan``) and only ``alpha_l`` is located.
+    """
     t0 = time.perf_counter()
-    channel = OutputChannel(params, nodes, gtol=max(settings.tol * 1e-3, 1e-14))
+    channel = OutputChannel(params, nodes, gtol=settings.prox_tol)
+    excluded = positional_excluded(params)
+    if excluded is not None:
+        try:
+            return _semantic_only(params, channel, settings, seed,
+                                  settings.alpha_start if alpha0 is None or math.isnan(alpha0)
+                                  else alpha0, warm[1], t0)
+        except ThresholdNotFound as exc:
+            raise ThresholdNotFound(f"alpha_c is undefined: {excluded}; and {exc}") from exc
     a0 = settings.alpha_start if alpha0 is None else alpha0
     ac, ac_step, pos, sem, its = _alpha_c(params, channel, settings.tol, settings.root_tol, a0,
                                           warm)
     eps_lin, _ = linear_baseline_error(params)
     for fp in (pos, sem):   # the converged points at alpha_c: add their test errors
-        fp.extra["eps_g"], fp.extra["eps_g_quad_err"] = generalisation_error(params, fp.q, fp.m,
+        fp.eps_g, fp.eps_g_err = generalisation_error(params, fp.q, fp.m,
                                                                              fp.theta)
-    g_pos = pos.extra["eps_g"] - eps_lin
-    g_sem = sem.extra["eps_g"] - eps_lin
+    g_pos = pos.eps_g - eps_lin
+    g_sem = sem.eps_g - eps_lin
     if g_pos > 0 and g_sem <= 0:
         al, al_step, branch = ac, ac_step, "at alpha_c"  # eps_g of the global min jumps below
     elif g_sem > 0:
@@ -245,22 +340,6 @@ def thresholds_on_nodes(params: ModelParams, nodes, settings: ThresholdSettings,
                           wall_time=time.perf_counter() - t0)
 
 
-FIXED_POINT_KEYS = ("q", "m", "V", "theta", "q_hat", "m_hat", "V_hat", "theta_hat", "eps_t",
-                    "eps_g")
-
-
-def fixed_point_means(fps) -> dict:
-    """Mean and standard error (``<key>_err``) over fixed points of independent rules.
-
-    ``eps_g`` is read from ``extra`` (set by ``solve_branch`` / the threshold search).
-    """
-    out = {}
-    for k in FIXED_POINT_KEYS:
-        vals = [fp.extra["eps_g"] if k == "eps_g" else getattr(fp, k) for fp in fps]
-        out[k], out[k + "_err"] = mean_se(vals)
-    return out
-
-
 def _rule_task(args):
     params, settings, seed, alpha0, warm = args
     return thresholds_for_rule(params, settings, seed, alpha0, warm)
@@ -268,7 +347,7 @@ def _rule_task(args):
 
 def compute_thresholds(params: ModelParams, settings: ThresholdSettings = ThresholdSettings(),
                        executor: Executor | None = None, progress=None) -> Thresholds:
-    """``alpha_c``, ``alpha_l`` (mean over ``settings.n_rules`` scrambles) with error bars.
+    """``alpha_c``, ``alpha_l`` (mean over ``settings.rules`` scrambles) with error bars.
 
     The first scramble is solved from ``settings.alpha_start`` and cold starts; the others are
     warm-started from its result and run on ``executor`` (default: a process pool with one
@@ -278,15 +357,17 @@ def compute_thresholds(params: ModelParams, settings: ThresholdSettings = Thresh
     first = thresholds_for_rule(params, settings, settings.seed)
     rules = [first]
     if progress:
-        progress(1, settings.n_rules, first)
-    rest = [(params, settings, settings.seed + k, first.alpha_c,
-             (first.positional.x, first.semantic.x)) for k in range(1, settings.n_rules)]
+        progress(1, settings.rules, first)
+    warm = (None if first.positional is None else first.positional.x, first.semantic.x)
+    rest = [(params, settings, settings.seed + k, first.alpha_c, warm)
+            for k in range(1, settings.rules)]
     if rest:
-        rules += map_tasks(_rule_task, rest, executor, progress, total=settings.n_rules,
+        rules += map_tasks(_rule_task, rest, executor, progress, total=settings.rules,
                            done=1)
     eps_lin, eps_lin_err = linear_baseline_error(params)
     ac, ac_se = mean_se([r.alpha_c for r in rules])
     al, al_se = mean_se([r.alpha_l for r in rules])
+    note = positional_excluded(params) or ""
     return Thresholds(
         # one rule has no spread to measure: its error bar is unknown, reported as infinite
         alpha_c=ac, alpha_c_err=(ac_se if len(rules) > 1 else math.inf)
@@ -294,30 +375,5 @@ def compute_thresholds(params: ModelParams, settings: ThresholdSettings = Thresh
         alpha_l=al, alpha_l_err=(al_se if len(rules) > 1 else math.inf)
         + max(r.alpha_l_step for r in rules),
         eps_lin=eps_lin, eps_lin_err=eps_lin_err, params=params.as_dict(),
-        settings=asdict(settings), rules=rules, wall_time=time.perf_counter() - t0)
-
-
-def map_tasks(fn, tasks, executor: Executor | None = None, progress=None, *, total=None,
-              done: int = 0) -> list:
-    """``[fn(t) for t in tasks]`` on ``executor`` (default: a process pool with one worker per
-    core, shut down afterwards), in order; ``progress(k, total, result)`` is called as each
-    result arrives, ``k`` counting from ``done + 1``."""
-    own = executor is None
-    ex = executor or ProcessPoolExecutor(max_workers=default_workers())
-    results = []
-    try:
-        for k, r in enumerate(ex.map(fn, tasks), start=done + 1):
-            results.append(r)
-            if progress:
-                progress(k, total, r)
-    finally:
-        if own:
-            ex.shutdown()
-    return results
-
-
-def default_workers() -> int:
-    """One worker process per core available to this process (at most 8)."""
-    import os
-    return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                      else (os.cpu_count() or 1), 8))
+        settings=asdict(settings), per_rule=rules, wall_time=time.perf_counter() - t0,
+        alpha_c_note=note and f"alpha_c is undefined: {note}")

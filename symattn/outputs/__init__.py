@@ -1,6 +1,9 @@
-"""Outputs: theory-versus-simulation validation (:mod:`.validate`) and its figures (:mod:`.plots`).
+"""Outputs: rendering only -- figures, LaTeX and reports from results computed elsewhere.
 
-This layer sits on top of everything else (MODEL.md sections 5 and 6): it calls the theory
-(:mod:`symattn.numerics`) and the finite-size simulator (:mod:`symattn.simulation`), and nothing
-below imports it.
+- :mod:`.latex` -- the model's equations as LaTeX, printed from the SymPy objects;
+- :mod:`.report` -- the Markdown report of a validation run;
+- :mod:`.plots` -- the figures of a validation run;
+- :mod:`.phase_figures` -- the figures of a phase diagram.
+
+Nothing here solves or simulates; it reads results (objects or files) and draws or prints them.
 """

@@ -1,6 +1,6 @@
 r"""The model's equations as LaTeX, printed from the SymPy objects the solvers are compiled from.
 
-:func:`sections` collects, in the order of MODEL.md, the model (teacher, student, risk), the
+:func:`sections` collects, in the order of the model page, the model (teacher, student, risk), the
 reduction to the per-sentence loss :math:`\ell(h, h^*)`, the Moreau envelope and prox, the
 free-entropy functional, the regulariser-channel and loss-channel saddle-point equations,
 :math:`\varepsilon_g`, :math:`\varepsilon_{\rm lin}` and the definitions of
@@ -185,7 +185,7 @@ def _gather(expr, nodes):
 
 
 def _teacher_width(expr):
-    r"""Write :math:`\sqrt{q\rho - \theta^2}` as :math:`\sqrt q\,\sqrt{\rho - \theta^2/q}` (MODEL.md's form)."""
+    r"""Write :math:`\sqrt{q\rho - \theta^2}` as :math:`\sqrt q\,\sqrt{\rho - \theta^2/q}` (the model page's form)."""
     c = sp.sqrt(rho - theta**2 / q)
     return expr.subs(sp.sqrt(q * rho - theta**2), sp.sqrt(q) * c)
 
@@ -309,7 +309,7 @@ def _saddle_sections() -> tuple[Section, Section]:
     for k in CONJUGATES:
         expr = eq.output[k]
         if k == V_hat:
-            # MODEL.md's form: the eta-atoms of V_hat are theta / q times theta_hat's equation
+            # the model page's form: the eta-atoms of V_hat are theta / q times theta_hat's equation
             rest = sp.simplify(expr - theta / q * eq.output[theta_hat])
             shown = (_teacher_width(_gather(rest, eq.nodes)), theta * theta_hat / q)
             _same(sp.Add(*shown).subs(theta_hat, eq.output[theta_hat]), expr, str(k), eq.nodes)
@@ -374,7 +374,7 @@ def _threshold_section() -> Section:
 
 @functools.cache
 def sections() -> tuple:
-    """All sections, in the order of MODEL.md (built once per process; a few seconds)."""
+    """All sections, in the order of the model page (built once per process; a few seconds)."""
     return (_model_section(), _loss_section(), _moreau_section(), _free_energy_section(),
             *_saddle_sections(), _observables_section(), _threshold_section())
 

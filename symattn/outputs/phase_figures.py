@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .phase_diagram import load_points
+from ..experiments.phase_diagram import load_points
 
 __all__ = ["plot_phase_diagram", "plot_branches"]
 

@@ -1,4 +1,4 @@
-r"""Figures of a validation run (:mod:`.validate`); matplotlib, Agg backend, PNG and PDF.
+r"""Figures of a validation run (:mod:`symattn.experiments.validation`); matplotlib, Agg backend, PNG and PDF.
 
 * ``validation_order_parameters``: one panel per quantity against :math:`\alpha` -- the theory's
   two branches as lines, the simulations as points with standard-error bars (colour: ``d``;
@@ -12,7 +12,7 @@ r"""Figures of a validation run (:mod:`.validate`); matplotlib, Agg backend, PNG
 * ``validation_thresholds``: the finite-size :math:`\alpha_c` and :math:`\alpha_l` against ``d``
   with bootstrap error bars, and the theory's values as bands.
 
-All quantities are dimensionless (the order parameters are in the units of MODEL.md section 3:
+All quantities are dimensionless (the order parameters are in the units of model page §3:
 pre-activation variances in units where the token-noise variance is :math:`\sigma^2`).
 """
 
@@ -25,7 +25,7 @@ import numpy as np
 
 __all__ = ["make_figures", "LABELS"]
 
-#: Axis labels (MODEL.md notation).
+#: Axis labels (model page notation).
 LABELS = {
     "m": r"positional overlap $m = p_1\cdot Q/d$",
     "theta": r"semantic overlap $\theta = \sigma^2\, Q\cdot Q^*/d$",

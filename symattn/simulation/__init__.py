@@ -1,4 +1,4 @@
-"""Finite-size simulation: data, empirical risk, L-BFGS training (MODEL.md sections 2 and 6).
+"""Finite-size simulation: data, empirical risk, L-BFGS training (model page §2 and §6).
 
 - :mod:`.data`  -- teacher, sentences and their per-sentence Gram quantities (``L = 2``);
 - :mod:`.empirical_risk`  -- the empirical risk ``R(Q)`` and its exact gradient, chunked over sentences;

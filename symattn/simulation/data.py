@@ -1,4 +1,4 @@
-r"""Finite-size data of the attention model (MODEL.md section 2, ``L = 2``).
+r"""Finite-size data of the attention model (model page §2, ``L = 2``).
 
 A sentence is ``L = 2`` tokens of dimension ``d``:
 
@@ -86,7 +86,7 @@ def student_attention(h: np.ndarray) -> np.ndarray:
     r"""Row softmax of the rank-one scores, :math:`S(h) = \mathrm{softmax}(h h^\top)`.
 
     For ``L = 2``: :math:`S_{11} = \mathrm{logistic}(h_1^2 - h_1 h_2)`, :math:`S_{12} = 1 - S_{11}`
-    (MODEL.md section 3).  Computed with the max subtracted, so it never overflows.
+    (model page §3).  Computed with the max subtracted, so it never overflows.
 
     ``h``: ``(..., L)``  ->  ``(..., L, L)``.
     """
@@ -97,7 +97,7 @@ def student_attention(h: np.ndarray) -> np.ndarray:
 
 
 def teacher_attention(h_star: np.ndarray, params: ModelParams) -> np.ndarray:
-    r""":math:`T(h^*) = (1 - \omega)\, \mathrm{softmax}(h^* h^{*\top}) + \omega A` (MODEL.md 2-3).
+    r""":math:`T(h^*) = (1 - \omega)\, \mathrm{softmax}(h^* h^{*\top}) + \omega A` (model page §2-§3).
 
     ``h_star``: ``(..., L)``  ->  ``(..., L, L)``.
     """
@@ -229,7 +229,7 @@ def n_sentences(d: int, alpha: float) -> int:
 
 def make_dataset(params: ModelParams, d: int, alpha: float, seed: int = 0, *,
                  dtype="auto", chunk_size: int | None = None) -> Dataset:
-    """Draw a teacher and ``n = round(alpha d)`` training sentences (MODEL.md section 2).
+    """Draw a teacher and ``n = round(alpha d)`` training sentences (model page §2).
 
     Memory beyond the stored data is ``O(chunk_size * d)``.
 

@@ -1,4 +1,4 @@
-r"""Empirical risk of the tied attention student and its exact gradient (MODEL.md section 2).
+r"""Empirical risk of the tied attention student and its exact gradient (model page §2).
 
 .. math::
 
@@ -132,7 +132,7 @@ def risk_and_grad(Q: np.ndarray, data: Dataset, chunk_size: int | None = None):
 
 
 def risk(Q: np.ndarray, data: Dataset, chunk_size: int | None = None) -> float:
-    """Empirical risk :math:`R(Q)` (MODEL.md section 2), penalty included."""
+    """Empirical risk :math:`R(Q)` (model page §2), penalty included."""
     Q = np.asarray(Q, dtype=np.float64)
     d = data.d
     m = Q.sum() / d
@@ -144,7 +144,7 @@ def risk(Q: np.ndarray, data: Dataset, chunk_size: int | None = None) -> float:
 
 
 def order_parameters(Q: np.ndarray, data: Dataset) -> dict:
-    r"""Order parameters in the theory's units (MODEL.md section 3).
+    r"""Order parameters in the theory's units (model page §3).
 
     :math:`m = p_1 \cdot Q / d`, :math:`\theta = \sigma^2 Q \cdot Q^* / d`, :math:`q = \sigma^2 |Q|^2 / d`.
     """

@@ -1,7 +1,7 @@
-r"""Finite-size training of the attention student (MODEL.md section 6).
+r"""Finite-size training of the attention student (model page §6).
 
 Minimise the empirical risk :math:`R(Q)` (:mod:`.empirical_risk`) with scipy's L-BFGS-B from a warm start
-and report, in the theory's units (MODEL.md section 3),
+and report, in the theory's units (model page §3),
 
 .. math::
 
@@ -19,13 +19,11 @@ Warm starts
 ``"semantic"``: :math:`Q = Q^*` (so :math:`\theta = \sigma^2 |Q^*|^2/d \approx \rho`, :math:`m = O(d^{-1/2})`).
 
 ``"positional"``: :math:`Q = a\,(1, \dots, 1)` with ``a = positional_scale = 1``, i.e. :math:`m = a = 1`,
-:math:`\theta = O(d^{-1/2})`, :math:`q = \sigma^2 a^2`.  MODEL.md section 6 writes
-:math:`Q = (1, \dots, 1)/\sqrt{d}`, but with ``x_l = z_l + p_l/sqrt(d)`` and ``m = p_1 . Q / d`` that
-start has :math:`m = d^{-1/2} \to 0` and :math:`q = \sigma^2/d \to 0`: it is the trivial point
-``Q = 0`` (a critical point of ``R``, since ``S(h)`` is quadratic in ``h`` there) plus a vanishing
-positional nudge, not a positional state.  The :math:`O(1)` scaling puts the start on the positional
-side at the scale of the theory's order parameters.  (``positional_scale=d**-0.5`` reproduces the
-MODEL.md start.)
+:math:`\theta = O(d^{-1/2})`, :math:`q = \sigma^2 a^2` (model page §6).  The start
+:math:`Q = (1, \dots, 1)/\sqrt{d}` (``positional_scale=d**-0.5``) has :math:`m = d^{-1/2} \to 0` and
+:math:`q = \sigma^2/d \to 0`: it is the trivial point ``Q = 0`` (a critical point of ``R``, since
+``S(h)`` is quadratic in ``h`` there) plus a vanishing positional nudge, not a positional state,
+although the paper's gradient descent started there and still reached the positional minimum.
 
 ``"random"``: :math:`Q_i \sim N(0, 1)` iid (independent stream of the seed).
 
@@ -154,7 +152,7 @@ def linear_baseline(data: Dataset) -> np.ndarray:
 
     Normal equations :math:`B \sum_\mu X X^\top = \sum_\mu Y X^\top` with, per sentence,
     :math:`X X^\top = G + c s^\top + s c^\top + s s^\top` and :math:`Y X^\top = T (G + c s^\top)`.
-    For large ``d``, :math:`B \to \mathbb{E}[T(h^*)]` (MODEL.md section 4).  Returns ``(2, 2)``.
+    For large ``d``, :math:`B \to \mathbb{E}[T(h^*)]` (model page §4).  Returns ``(2, 2)``.
     """
     cs = data.c[:, :, None] * SIGNS[None, None, :]
     XX = (data.G + cs + cs.transpose(0, 2, 1)).sum(axis=0) + np.outer(SIGNS, SIGNS) * data.n
@@ -269,7 +267,7 @@ def run_paired(params: ModelParams, d: int, alpha: float, seed: int = 0,
     """Both warm starts on ONE data set (same teacher, training and test sentences).
 
     Returns ``{start: SimulationResult}``; the start with the lower ``eps_t`` is the better minimum
-    found (MODEL.md section 6).  ``kwargs`` as in :func:`run` (``dtype`` goes to the data).
+    found (model page §6).  ``kwargs`` as in :func:`run` (``dtype`` goes to the data).
     """
     dtype = kwargs.pop("dtype", "auto")
     data = make_dataset(params, d, alpha, seed, dtype=dtype, chunk_size=kwargs.get("chunk_size"))

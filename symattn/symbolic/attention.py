@@ -1,4 +1,4 @@
-r"""Attention maps and the per-sentence loss in the high-dimensional limit (MODEL.md section 3).
+r"""Attention maps and the per-sentence loss in the high-dimensional limit (model page §3).
 
 For a sentence of ``L`` tokens with rank-``r`` pre-activations ``h`` (an ``L x r`` matrix),
 
@@ -131,7 +131,7 @@ def teacher_diagonal_L2(hs, A: sp.Matrix):
 
 
 def loss_L2_closed_form(h, hs, A: sp.Matrix):
-    """The ``L = 2`` closed form of MODEL.md section 3 as a function of ``h`` and ``h*``."""
+    """The ``L = 2`` closed form of model page §3 as a function of ``h`` and ``h*``."""
     return loss_L2_from_targets(h, *teacher_diagonal_L2(hs, A))
 
 

@@ -1,6 +1,6 @@
 r"""Gaussian expectations over the output-channel nodes, and Stein's lemma, as SymPy rewrites.
 
-The output channel of MODEL.md section 4 averages functions of the node variables
+The output channel of model page §4 averages functions of the node variables
 :math:`\xi_l, \eta_l \sim N(0,1)` that enter through
 
 .. math::

@@ -1,4 +1,4 @@
-r"""The free-entropy functional and its saddle-point equations, derived (MODEL.md section 4).
+r"""The free-entropy functional and its saddle-point equations, derived (model page §4).
 
 .. math::
 
@@ -44,7 +44,7 @@ __all__ = ["ChannelSetting", "PAPER_SETTING", "prior_channel", "gaussian_moment"
 class ChannelSetting:
     """Shape of the output channel: ``L`` tokens, positional signs ``s_l`` (``p_l = s_l p_1``).
 
-    This is the single place where the numerics' specialisation (MODEL.md section 4) is stated.
+    This is the single place where the numerics' specialisation (model page §4) is stated.
     """
 
     L: int = 2
@@ -230,7 +230,7 @@ def _eta_form(expr, nodes, F, hs):
 
 @functools.lru_cache(maxsize=None)
 def derive_saddle_point(setting: ChannelSetting = PAPER_SETTING) -> SaddlePointEquations:
-    """Derive the saddle-point equations of MODEL.md section 4 from :math:`\\Phi` (cached)."""
+    """Derive the saddle-point equations of model page §4 from :math:`\\Phi` (cached)."""
     nodes, w, hs = _node_setup(setting)
     Mfun = MoreauEnvelope(*w, *hs, V)
     F, rules = _envelope_rules(setting, w, hs)

@@ -1,4 +1,4 @@
-r"""The Moreau objective, its derivatives in ``h``, and the envelope theorem (MODEL.md section 4).
+r"""The Moreau objective, its derivatives in ``h``, and the envelope theorem (model page §4).
 
 .. math::
 

@@ -5,7 +5,7 @@ The fast route (8 scrambles of 2^14, the main job) runs once; its answer is then
 alpha_l with their error bars, the four parts of each error budget, and the wall time.  The
 error bars of successive k should shrink and every pair of rows should agree within them.
 
-    python benchmarks/bench_high_precision.py [--log2n 16,18,20] [--rules 8] [--omega 0.3]
+    python studies/high_precision_convergence.py [--log2n 16,18,20] [--rules 8] [--omega 0.3]
                                               [--seed 1000] [--no-fold]
 
 ``--no-fold`` uses plain scrambles for both branches (``HighPrecisionSettings(fold=False)``),
@@ -19,7 +19,7 @@ import argparse
 import time
 
 from symattn.model import ModelParams
-from symattn.numerics.precise import HighPrecisionSettings, NotConverged, refine_thresholds
+from symattn.refine.precise import HighPrecisionSettings, NotConverged, refine_thresholds
 from symattn.numerics.thresholds import ThresholdSettings, compute_thresholds
 
 PARTS = ("integration", "root_finding", "fixed_point", "floating_point")
@@ -43,7 +43,7 @@ def main():
     head = " ".join(f"{p[:11]:>11}" for p in PARTS)
     for k in (int(v) for v in args.log2n.split(",")):
         t1 = time.perf_counter()
-        hp = HighPrecisionSettings(log2_n=k, n_rules=args.rules, seed=args.seed,
+        hp = HighPrecisionSettings(log2n=k, rules=args.rules, seed=args.seed,
                                    fold=args.fold, confirm_orders=())
         label = (f"{args.rules} x 2^{k}, scrambles {args.seed}-{args.seed + args.rules - 1}, "
                  f"{'folded' if args.fold else 'plain'}")

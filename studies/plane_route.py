@@ -3,10 +3,10 @@
 Reads the JSON of ``symattn thresholds --precision high --out F``.
 
 alpha_c (default): recomputes ``E[M]`` at the fixed points of its first large scramble with
-:class:`symattn.numerics.plane.PlaneChannel` (every switch located: lines in xi_1, located
+:class:`symattn.refine.plane.PlaneChannel` (every switch located: lines in xi_1, located
 count changes in xi_2, adaptive Gauss-Kronrod in u, Gauss-Hermite in v), for each order in
 ``--v-orders``; ``alpha_c`` follows as in the second route
-(``symattn.numerics.precise.alpha_c_with``: the fixed points enter at second order).  The
+(``symattn.refine.precise.alpha_c_with``: the fixed points enter at second order).  The
 result is the highest order's; its error bar: the change from the next lower order, plus the
 adaptive rule's estimate (its Kronrod-Gauss differences) carried to alpha_c; with ``--refine
 grid,cells,follow`` (any subset) also the change when the counting grid in xi_2, the detection
@@ -15,7 +15,7 @@ One process per branch; with the defaults order 12 takes about 13 minutes on 2 c
 positional branch), and order 16 took about twice as long as order 12 with one follow step.
 
 alpha_l (``--alpha-l``): the fixed point of the alpha_l branch re-solved on plane averages
-(:func:`symattn.numerics.plane.plane_alpha_l`: chord iterations from the scramble's fixed
+(:func:`symattn.refine.plane.plane_alpha_l`: chord iterations from the scramble's fixed
 point with the fast rule's Jacobian, the adaptive rule steered by alpha_l itself, so
 ``--u-tol`` is in units of alpha), for each order in the order listed, each after the first
 starting from the previous one's fixed point.  The result is the highest order's.  Error bar:
@@ -28,7 +28,7 @@ are shared by two processes.
 
 Each result is appended to ``--out`` as it finishes; a rerun skips those already there.
 
-    python benchmarks/bench_plane.py --json high.json [--alpha-l] [--v-orders 12,16]
+    python studies/plane_route.py --json high.json [--alpha-l] [--v-orders 12,16]
         [--u-tol 1e-10] [--min-width 1e-3] [--grid 64] [--cells 56] [--follow-steps 4]
         [--refine grid,cells,follow] [--out plane.json]
 """
@@ -49,9 +49,9 @@ import numpy as np
 from symattn.model import ModelParams
 from symattn.numerics.branches import BRANCHES
 from symattn.numerics.channel import OutputChannel
-from symattn.numerics.plane import PlaneChannel, PlaneRule, plane_alpha_l
-from symattn.numerics.precise import alpha_c_with
-from symattn.numerics.preintegration import LineRule
+from symattn.refine.plane import PlaneChannel, PlaneRule, plane_alpha_l
+from symattn.refine.precise import alpha_c_with
+from symattn.refine.preintegration import LineRule
 from symattn.numerics.quadrature import SobolRule
 from symattn.numerics.saddle import SaddlePointMap
 
@@ -124,7 +124,7 @@ def _fast_jacobian(params, high, branch, alpha, x):
     ``x`` (the fast rule of the run's settings, smoothing ``jac_eps``)."""
     fast, hp = high["settings"]["fast"], high["settings"]["high"]
     B = BRANCHES[branch]
-    ch = OutputChannel(params, SobolRule(fast["log2_n"], fast["seed"]).nodes(), gtol=hp["gtol"])
+    ch = OutputChannel(params, SobolRule(fast["log2n"], fast["seed"]).nodes(), gtol=hp["gtol"])
     T = SaddlePointMap(params, alpha, ch, symmetry=B.symmetry)
     return T.jacobian(T(x, hp["jac_eps"]), B.free)
 

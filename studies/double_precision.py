@@ -2,12 +2,12 @@
 
 At both branches' fixed points at alpha = 1.25 (near alpha_c) on one Sobol rule, every
 node's two lowest minima are re-solved by Newton in mpmath (``--dps`` digits) and the global
-one chosen again (:func:`symattn.numerics.highprec.channel_in_mpmath`).  Printed: the largest
+one chosen again (:func:`symattn.refine.highprec.channel_in_mpmath`).  Printed: the largest
 prox and envelope differences, selection flips, the smallest gap between two minima, and the
 largest difference of a node average (atoms, E[M]), next to the rule's own quadrature
 standard error for scale.
 
-    python benchmarks/bench_double_precision.py --log2n 12 --dps 40
+    python studies/double_precision.py --log2n 12 --dps 40
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 from symattn.model.params import ModelParams
 from symattn.numerics.branches import solve_branch
 from symattn.numerics.channel import OutputChannel
-from symattn.numerics.highprec import channel_in_mpmath
+from symattn.refine.highprec import channel_in_mpmath
 from symattn.numerics.quadrature import SobolRule
 
 

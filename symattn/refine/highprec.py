@@ -14,7 +14,7 @@ precision itself contributes to the result:
 * the node averages (atoms, ``E[M]``) that enter the saddle-point map.
 
 :func:`channel_in_mpmath` does this at one point ``x = (q, m, theta, V)`` on a node set;
-``benchmarks/bench_double_precision.py`` reports it at the fixed points.
+``studies/double_precision.py`` reports it at the fixed points.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import mpmath
 import numpy as np
 
 from ..compile.kernels import atom_integrands, prox_kernel, teacher_kernel
-from .channel import OutputChannel
+from ..numerics.channel import OutputChannel
 
 __all__ = ["newton_mp", "ChannelPrecision", "channel_in_mpmath"]
 

@@ -1,11 +1,11 @@
 """Refinement table for alpha_c and alpha_l at the paper's defaults.
 
-Randomised QMC (``n_rules`` independent scrambles of 2**k Sobol points, k = --min..--max):
+Randomised QMC (``rules`` independent scrambles of 2**k Sobol points, k = --min..--max):
 mean, one-standard-error bar, and wall time; then tensor Gauss-Hermite rules of increasing
 order on the same solver as an independent cross-check of the integration (no error bar:
 GH is deterministic; its convergence is read off the sequence).
 
-    python benchmarks/bench_refinement.py [--min 10] [--max 15] [--rules 8]
+    python studies/refinement_table.py [--min 10] [--max 15] [--rules 8]
                                           [--gh 6,8,10,12,14,16] [--omega 0.3]
 """
 
@@ -34,7 +34,7 @@ def main():
           f"{'err':>9} {'time[s]':>8}", flush=True)
     for k in range(args.min, args.max + 1):
         t0 = time.perf_counter()
-        th = compute_thresholds(params, ThresholdSettings(log2_n=k, n_rules=args.rules))
+        th = compute_thresholds(params, ThresholdSettings(log2n=k, rules=args.rules))
         dt = time.perf_counter() - t0
         print(f"{f'sobol 2^{k} x {args.rules}':>22} {2**k:>10d} {th.alpha_c:12.7f} "
               f"{th.alpha_c_err:9.1e} {th.alpha_l:12.7f} {th.alpha_l_err:9.1e} {dt:8.1f}",

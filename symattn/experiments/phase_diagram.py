@@ -2,7 +2,7 @@ r"""The phase diagram in the ``(alpha, omega)`` plane: thresholds, branch ends, 
 
 For every ``omega`` of a grid, one *task* (warm starts along ``alpha`` stay inside it):
 
-* ``alpha_c`` and ``alpha_l`` on ``n_rules`` scrambled Sobol rules (mean, one standard error
+* ``alpha_c`` and ``alpha_l`` on ``rules`` scrambled Sobol rules (mean, one standard error
   plus the root-finding bound, as in :mod:`symattn.numerics.thresholds`);
 * where the **semantic** and **positional** branches end below ``alpha_c``
   (``alpha_spinodal_semantic``, ``alpha_spinodal_positional``): where the trivial fixed point's
@@ -10,7 +10,7 @@ For every ``omega`` of a grid, one *task* (warm starts along ``alpha`` stay insi
   (:func:`symattn.numerics.bifurcation.trivial_bifurcation`, likelihood-ratio derivatives
   that keep the switching surfaces' terms), on every rule: mean, standard error plus the
   Brent tolerance; kind ``bifurcation``.  The semantic branch approaches this point from above
-  (measured at omega = 0, 0.15, 0.3, 0.45: ``benchmarks/branch_ends.py --criticality``), so it
+  (measured at omega = 0, 0.15, 0.3, 0.45: ``studies/branch_ends.py --criticality``), so it
   is the branch's end, up to a possible weak subcriticality below the resolution
   (docs/numerics.md).  For a non-swap-symmetric ``A`` the positional end is the
   continuation's (fold or merge; first rule; error: the bracket).  The ends found by
@@ -38,10 +38,9 @@ or a Dask cluster (``--scheduler ADDRESS``, needs ``dask[distributed]``).
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
-import os
-import platform
 import sys
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
@@ -51,7 +50,9 @@ from pathlib import Path
 import numpy as np
 
 from ..model.params import ModelParams, ParameterError
-from ..numerics.thresholds import default_workers
+from ..runs.executors import default_workers
+from ..runs.files import atomic_write_text, read_json
+from ..runs.metadata import versions
 from ..stats import mean_se
 
 __all__ = ["PhaseDiagramSettings", "phase_point", "run_phase_diagram", "load_points",
@@ -68,8 +69,8 @@ CSV_COLUMNS = ("omega", "alpha_c", "alpha_c_err", "alpha_l", "alpha_l_err",
 class PhaseDiagramSettings:
     """Numerical settings of one phase diagram (stored with the results)."""
 
-    log2_n: int = 12        #: Sobol points per rule
-    n_rules: int = 4        #: independent scrambles (error bars)
+    log2n: int = 12        #: Sobol points per rule
+    rules: int = 4        #: independent scrambles (error bars)
     tol: float = 1e-10      #: fixed-point tolerance
     alpha_max: float = 4.0  #: branches are followed up to here
     alpha_min: float = 0.02  #: and down to here
@@ -163,18 +164,18 @@ def phase_point(params_dict: dict, omega: float, settings_dict: dict) -> dict:
     s = PhaseDiagramSettings(**settings_dict)
     params = ModelParams(**{**params_dict, "omega": omega})
     out = {"omega": omega, "status": "ok"}
-    ts = ThresholdSettings(log2_n=s.log2_n, n_rules=s.n_rules, tol=s.tol, seed=s.seed)
+    ts = ThresholdSettings(log2n=s.log2n, rules=s.rules, tol=s.tol, seed=s.seed)
     rules, sem_ends, pos_ends, b_sem, b_pos = [], [], [], [], []
     curves = {}
     swap_symmetric = params.swap_symmetric   # the m eigenvalue decouples
     try:
         alpha0, warm = None, (None, None)
-        for k in range(s.n_rules):
-            nodes = SobolRule(s.log2_n, s.seed + k).nodes()
+        for k in range(s.rules):
+            nodes = SobolRule(s.log2n, s.seed + k).nodes()
             r = thresholds_on_nodes(params, nodes, ts, seed=s.seed + k, alpha0=alpha0, warm=warm)
             alpha0, warm = r.alpha_c, (r.positional.x, r.semantic.x)
             rules.append(r)
-            ch = OutputChannel(params, nodes, gtol=max(s.tol * 1e-3, 1e-14))
+            ch = OutputChannel(params, nodes, gtol=ts.prox_tol)
             b_sem.append(_bifurcation_end(params, ch, "theta",
                                           [a for a in THETA_GRID if a >= s.alpha_min], s.tol))
             if swap_symmetric:
@@ -242,46 +243,24 @@ def _point_path(out_dir: Path, omega: float) -> Path:
     return out_dir / "points" / f"omega={omega:.6f}.json"
 
 
-def _atomic_write(path: Path, text: str):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def load_points(out_dir) -> list:
     """All finished ``omega`` results in ``out_dir``, sorted by ``omega``."""
-    pts = [json.loads(p.read_text()) for p in sorted((Path(out_dir) / "points").glob("*.json"))]
+    pts = [read_json(p, "out") for p in sorted((Path(out_dir) / "points").glob("*.json"))]
     return sorted(pts, key=lambda d: d["omega"])
 
 
 def write_csv(out_dir) -> Path:
-    path = Path(out_dir) / "phase_diagram.csv"
-    rows = load_points(out_dir)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: r.get(k) for k in CSV_COLUMNS})
-    os.replace(tmp, path)
-    return path
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+    w.writeheader()
+    for r in load_points(out_dir):
+        w.writerow({k: r.get(k) for k in CSV_COLUMNS})
+    return atomic_write_text(Path(out_dir) / "phase_diagram.csv", buf.getvalue())
 
 
 def _metadata(params: ModelParams, settings: PhaseDiagramSettings, omegas) -> dict:
-    import mpmath
-    import scipy
-    import sympy
-
-    from .. import __version__
     return {"params": {k: v for k, v in params.as_dict().items() if k != "omega"},
-            "settings": asdict(settings), "omegas": list(omegas),
-            "versions": {"symattn": __version__, "python": platform.python_version(),
-                         "numpy": np.__version__, "scipy": scipy.__version__,
-                         "sympy": sympy.__version__, "mpmath": mpmath.__version__}}
+            "settings": asdict(settings), "omegas": list(omegas), "versions": versions()}
 
 
 def run_phase_diagram(params: ModelParams, omegas, out_dir, settings=PhaseDiagramSettings(),
@@ -296,14 +275,14 @@ def run_phase_diagram(params: ModelParams, omegas, out_dir, settings=PhaseDiagra
     meta = _metadata(params, settings, omegas)
     meta_path = out_dir / "metadata.json"
     if meta_path.exists():
-        old = json.loads(meta_path.read_text())
+        old = read_json(meta_path, "out")
         for key in ("params", "settings"):
             if old.get(key) != json.loads(json.dumps(meta[key])):
                 raise ParameterError("out", f"{out_dir} holds a phase diagram with different "
                                             f"{key}: {old.get(key)}; use another --out")
         meta["omegas"] = sorted(set(old.get("omegas", [])) | set(meta["omegas"]))
         meta["wall_time"] = old.get("wall_time", 0.0)
-    _atomic_write(meta_path, json.dumps(meta, indent=2))
+    atomic_write_text(meta_path, json.dumps(meta, indent=2))
     done = {round(d["omega"], 9) for d in load_points(out_dir)}
     todo = [w for w in omegas if round(w, 9) not in done]
     t0 = time.perf_counter()
@@ -316,7 +295,7 @@ def run_phase_diagram(params: ModelParams, omegas, out_dir, settings=PhaseDiagra
             futures = [ex.submit(task, pdict, w, asdict(settings)) for w in todo]
             for k, fut in enumerate(as_completed(futures), start=1):
                 res = fut.result()
-                _atomic_write(_point_path(out_dir, res["omega"]), json.dumps(res, default=float))
+                atomic_write_text(_point_path(out_dir, res["omega"]), json.dumps(res, default=float))
                 write_csv(out_dir)
                 if progress:
                     progress(len(done) + k, len(done) + len(todo), res, time.perf_counter() - t0)
@@ -325,22 +304,8 @@ def run_phase_diagram(params: ModelParams, omegas, out_dir, settings=PhaseDiagra
                 ex.shutdown(cancel_futures=True)
     write_csv(out_dir)
     meta["wall_time"] = meta.get("wall_time", 0.0) + (time.perf_counter() - t0)
-    _atomic_write(meta_path, json.dumps(meta, indent=2))
+    atomic_write_text(meta_path, json.dumps(meta, indent=2))
     return load_points(out_dir)
-
-
-def dask_executor(address: str):
-    """A :class:`concurrent.futures.Executor` on the Dask cluster at ``address``."""
-    try:
-        from distributed import Client
-    except ImportError:
-        raise ParameterError("scheduler", "needs dask.distributed: pip install 'symattn[dask]'") \
-            from None
-    try:
-        client = Client(address, timeout="10s")
-    except OSError as exc:
-        raise ParameterError("scheduler", f"cannot connect to {address}: {exc}") from None
-    return client.get_executor()
 
 
 if __name__ == "__main__":  # pragma: no cover

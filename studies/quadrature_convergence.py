@@ -12,7 +12,7 @@ this prints the error of ``V_hat`` (the stiffest direction of the saddle point) 
 The reference is the mean of the scrambles at the largest size (``--ref``).  The fitted
 slopes of log(error) against log(nodes) summarise the convergence.
 
-    python benchmarks/bench_quadrature.py [--ref 18] [--scrambles 8]
+    python studies/quadrature_convergence.py [--ref 18] [--scrambles 8]
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 r"""Plane preintegration: the output channel with the whole ``xi`` plane integrated exactly.
 
 A third way to compute the output-channel averages, built so that every discontinuity is
-located rather than sampled.  It is run by ``benchmarks/bench_plane.py`` as a third route
+located rather than sampled.  It is run by ``studies/plane_route.py`` as a third route
 for ``alpha_c`` (at a large scramble's fixed points, as
-:func:`~symattn.numerics.precise.alpha_c_with`) and, with the fixed point re-solved on it
+:func:`~symattn.refine.precise.alpha_c_with`) and, with the fixed point re-solved on it
 (:func:`plane_alpha_l`), for ``alpha_l``; it is not part of ``--precision high`` (it takes
 tens of minutes on 2 cores).  The 4-D average is nested as
 
@@ -13,7 +13,7 @@ tens of minutes on 2 cores).  The 4-D average is nested as
     F(\eta) = \int \mathrm{D}\xi_2 \int \mathrm{D}\xi_1 \; g(\xi, \eta),
     \qquad u = \frac{\eta_1 - \eta_2}{\sqrt 2},\; v = \frac{\eta_1 + \eta_2}{\sqrt 2}.
 
-1. **Lines in** ``xi_1``: :class:`~symattn.numerics.preintegration.PreintegratedChannel`
+1. **Lines in** ``xi_1``: :class:`~symattn.refine.preintegration.PreintegratedChannel`
    (switching points located, smooth pieces by Gauss-Legendre), exact to about 1e-13.
 2. **The** ``xi_2`` **integral.**  The line integral is smooth in ``xi_2`` except where a line
    starts or stops crossing the switching curve: at the curve's ends (cusps) and where a line
@@ -31,13 +31,13 @@ tens of minutes on 2 cores).  The 4-D average is nested as
    until its Kronrod-Gauss difference in ``E[M]`` (or in any linear combination of the
    averages, ``goal``) is within its share of ``u_tol``, and ``v`` by Gauss-Hermite of order
    ``v_order``.  For ``alpha_l`` the goal is ``alpha_l`` itself, to first order
-   (:func:`~symattn.numerics.precise.alpha_l_goal`): the atoms jump where ``M`` only has a
+   (:func:`~symattn.refine.precise.alpha_l_goal`): the atoms jump where ``M`` only has a
    kink, so a rule steered by ``E[M]`` leaves them far less accurate.  The ``v`` lines can be
    shared among processes (``workers``).
 
 Symmetries: ``F(-eta) = F(eta)`` on both branches (the flip each branch pins), so only
 ``v > 0`` is computed; with an exactly swap-symmetric ``A`` also ``F(u, v) = F(-u, v)``, so only
-``u > 0``.  As for the folded rules of :mod:`~symattn.numerics.precise`, the averages are
+``u > 0``.  As for the folded rules of :mod:`~symattn.refine.precise`, the averages are
 then those of a fundamental domain: invariant integrands (``M`` among them) are exact, the odd
 ones (which vanish on the branch, where the saddle-point map pins them) are not, and the token
 atoms are right only through their token sums, which is how the equations use them.
@@ -57,9 +57,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..model.params import ModelParams
-from .channel import ChannelMeans
+from ..numerics.channel import ChannelMeans
 from .preintegration import LineRule, PreintegratedChannel
-from .quadrature import gauss_hermite_1d
+from ..numerics.quadrature import gauss_hermite_1d
 
 __all__ = ["PlaneChannel", "PlaneRule", "gauss_kronrod_15", "plane_alpha_l"]
 
@@ -311,27 +311,27 @@ def plane_alpha_l(params: ModelParams, branch: str, record: dict, J, eps_lin: fl
     r"""``alpha_l`` with the fixed point of ``branch`` solved on plane-preintegrated averages.
 
     ``record`` is a large scramble's record (of
-    :func:`~symattn.numerics.precise.refine_thresholds`): its last ``alpha``
+    :func:`~symattn.refine.precise.refine_thresholds`): its last ``alpha``
     (``at_alpha_l``) is kept, and :math:`\alpha_l = \alpha - (\varepsilon_g -
     \varepsilon_{\rm lin})/s` with ``s`` its last slope of ``eps_g - eps_lin`` in alpha (as in
-    :func:`~symattn.numerics.precise.confirm_alpha_l`).  The fixed point is found by chord
-    iterations (:func:`~symattn.numerics.precise.chord_solve`, Jacobian ``J``) from ``x0``
+    :func:`~symattn.refine.precise.confirm_alpha_l`).  The fixed point is found by chord
+    iterations (:func:`~symattn.refine.precise.chord_solve`, Jacobian ``J``) from ``x0``
     (default: the scramble's fixed point), until ``alpha_l`` moves by at most ``rule.u_tol``
     in one step.  The adaptive rule in ``u`` controls ``alpha_l`` itself
-    (:func:`~symattn.numerics.precise.alpha_l_goal`, weighted with the atoms of a 2^14-point
+    (:func:`~symattn.refine.precise.alpha_l_goal`, weighted with the atoms of a 2^14-point
     Sobol rule at ``x0``), so ``u_tol`` is in units of alpha.  Raises
-    :class:`~symattn.numerics.precise.NotConverged` if the chord does not get there.
+    :class:`~symattn.refine.precise.NotConverged` if the chord does not get there.
 
     Returns ``alpha_l``, the last change (the fixed-point term), the adaptive rule's estimate
     at the last evaluation, the quadrature bound of ``eps_g`` over ``|s|``, the fixed point, the
     averages of the last evaluation and the goal's weights (so ``goal @ (means' - means)``
     is the change of ``alpha_l`` another rule would make, to first order) and one row per
     evaluation."""
-    from .branches import BRANCHES
-    from .channel import OutputChannel
+    from ..numerics.branches import BRANCHES
+    from ..numerics.channel import OutputChannel
     from .precise import _eps_g, alpha_l_goal, chord_solve
-    from .quadrature import SobolRule
-    from .saddle import SaddlePointMap
+    from ..numerics.quadrature import SobolRule
+    from ..numerics.saddle import SaddlePointMap
 
     B = BRANCHES[branch]
     at = record["at_alpha_l"]

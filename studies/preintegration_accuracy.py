@@ -6,7 +6,7 @@ error; then line preintegration in xi_1 with a Gauss-Hermite outer rule of each 
 ``--orders`` (``--cells`` cells per line), with the difference to the reference and the wall
 time.  Also the number of located switching points.
 
-    python benchmarks/bench_preintegration.py [--orders 8,12,16,20,24] [--cells 56]
+    python studies/preintegration_accuracy.py [--orders 8,12,16,20,24] [--cells 56]
                                               [--ref-log2n 20] [--ref-rules 8]
 """
 
@@ -18,8 +18,8 @@ import time
 import numpy as np
 
 from symattn.model import ModelParams
-from symattn.numerics.precise import ChunkedChannel
-from symattn.numerics.preintegration import (
+from symattn.refine.precise import ChunkedChannel
+from symattn.refine.preintegration import (
     LineRule,
     PreintegratedChannel,
     gauss_hermite_outer,

@@ -12,9 +12,9 @@
    ``theta``.  ``Lambda - 1 > 0`` (a semantic solution below ``alpha_b``) means the bifurcation
    is subcritical, so the branch folds below ``alpha_b``; ``< 0`` supercritical.
 
-    python benchmarks/branch_ends.py --log2n 14 --rules 4
-    python benchmarks/branch_ends.py --log2n 12 --rules 2 --scan --out /tmp/scan.json
-    python benchmarks/branch_ends.py --log2n 14 --rules 6 --criticality
+    python studies/branch_ends.py --log2n 14 --rules 4
+    python studies/branch_ends.py --log2n 12 --rules 2 --scan --out /tmp/scan.json
+    python studies/branch_ends.py --log2n 14 --rules 6 --criticality
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from symattn.numerics.bifurcation import trivial_bifurcation
 from symattn.numerics.channel import OutputChannel
 from symattn.numerics.quadrature import NodeSet, SobolRule
 from symattn.numerics.saddle import SaddlePointMap, solve_fixed_point
-from symattn.outputs.phase_diagram import M_GRID, THETA_GRID
+from symattn.experiments.phase_diagram import M_GRID, THETA_GRID
 from symattn.stats import mean_se
 
 #: fixed theta (cosine theta / sqrt(q rho) ~ 0.09, 0.17, 0.26 at alpha_b) for --criticality

@@ -1,7 +1,7 @@
 r"""Line preintegration: the output channel with ``xi_1`` integrated along lines.
 
 A second way to compute the output-channel averages, built to respect the discontinuities; it
-is the integrator of the second route for ``alpha_c`` (:func:`~symattn.numerics.precise.
+is the integrator of the second route for ``alpha_c`` (:func:`~symattn.refine.precise.
 confirm_alpha_c`).  For every outer node ``(xi_2, eta_1, eta_2)`` the integrand is a function of
 :math:`\xi_1 \sim N(0, 1)` alone: smooth except at the points where the global minimiser of the
 Moreau objective switches (the atoms jump there and ``M`` has a kink).  Along each line:
@@ -15,7 +15,7 @@ Moreau objective switches (the atoms jump there and ``M`` has a kink).  Along ea
    both branches end inside the cell: each continuation falls into the other branch and lands
    on the far edge's minimiser.  Measured at the semantic fixed point at ``alpha_l``: such
    short overlaps lie along much of a switching curve near its birth, and the missed jumps of
-   the atoms left ``F(eta)`` (:mod:`~symattn.numerics.plane`) noisy at 3e-5 in ``E[eta_1 f_1]``
+   the atoms left ``F(eta)`` (:mod:`~symattn.refine.plane`) noisy at 3e-5 in ``E[eta_1 f_1]``
    (1e-6 with 4 steps), while ``M``, which only has a kink there, was hardly affected;
 3. the switching point is located by bisection on ``G_A - G_B``, each branch followed by Newton
    from its last position over ever shorter steps (a branch that jumps away has ended at a
@@ -33,7 +33,7 @@ minimum that is global only strictly inside a cell; refining the cells measures 
 
 The outer rule is a 3-D scrambled Sobol rule (:class:`LineRule`) or any explicit rule
 (``outer=(points, weights)``, e.g. :func:`gauss_hermite_outer`).  Measured
-(``benchmarks/bench_preintegration.py``): the line integrals are smooth in the outer variables
+(``studies/preintegration_accuracy.py``): the line integrals are smooth in the outer variables
 except where switching points appear or vanish, so a Gauss-Hermite outer rule converges
 algebraically, to about 1e-8 in ``E[M]`` at order 20-28, steadily on the semantic branch and
 erratically on the positional one; a Sobol outer rule converges like about ``n^-1.15``.  At
@@ -44,7 +44,7 @@ A :class:`PreintegratedChannel` returns the same averages as
 :class:`~symattn.numerics.channel.OutputChannel` (as a
 :class:`~symattn.numerics.channel.ChannelMeans`), so a
 :class:`~symattn.numerics.saddle.SaddlePointMap` runs on it unchanged (no Jacobian: use a
-quasi-Newton solve such as :func:`~symattn.numerics.precise.chord_solve`).
+quasi-Newton solve such as :func:`~symattn.refine.precise.chord_solve`).
 """
 
 from __future__ import annotations
@@ -57,19 +57,19 @@ from scipy import special
 from scipy.stats import qmc
 
 from ..model.params import ModelParams
-from .channel import ChannelMeans, OutputChannel
-from .prox import prox
-from .quadrature import NodeSet, gauss_hermite_1d
+from ..numerics.channel import ChannelMeans, OutputChannel
+from ..numerics.prox import prox
+from ..numerics.quadrature import NodeSet, gauss_hermite_1d
 
 __all__ = ["LineRule", "PreintegratedChannel", "gauss_hermite_outer"]
 
 
 @dataclass(frozen=True)
 class LineRule:
-    """``2**log2_n`` lines (outer scrambled Sobol points in 3-D, scramble ``seed``) and the
+    """``2**log2n`` lines (outer scrambled Sobol points in 3-D, scramble ``seed``) and the
     inner rule along each line."""
 
-    log2_n: int = 10
+    log2n: int = 10
     seed: int = 0
     cells: int = 56           #: equal cells on [-span, span] (switch detection resolution)
     span: float = 7.5         #: P(xi_1 outside [-7.5, 7.5]) = 6e-14
@@ -79,8 +79,8 @@ class LineRule:
     follow_steps: int = 1
 
     def __post_init__(self):
-        if not 1 <= self.log2_n <= 22:
-            raise ValueError(f"log2_n must be in [1, 22], got {self.log2_n}")
+        if not 1 <= self.log2n <= 22:
+            raise ValueError(f"log2n must be in [1, 22], got {self.log2n}")
         if (self.cells < 2 or self.order < 2 or self.span <= 0 or self.bisections < 1
                 or self.follow_steps < 1):
             raise ValueError(f"need cells >= 2, order >= 2, span > 0, bisections >= 1, "
@@ -88,13 +88,13 @@ class LineRule:
 
     @property
     def size(self) -> int:
-        return 2**self.log2_n
+        return 2**self.log2n
 
     def outer(self) -> np.ndarray:
         """``(n, 3)`` normal outer points ``(xi_2, eta_1, eta_2)``."""
         u = qmc.Sobol(d=3, scramble=True, seed=np.random.default_rng([self.seed, 3]))
         eps = 2.0**-53
-        return special.ndtri(np.clip(u.random_base2(self.log2_n), eps, 1 - eps))
+        return special.ndtri(np.clip(u.random_base2(self.log2n), eps, 1 - eps))
 
 
 def gauss_hermite_outer(order: int):
@@ -138,7 +138,7 @@ class PreintegratedChannel:
         if outer is None:
             self._outer = rule.outer()
             self._outer_w = np.full(rule.size, 1.0 / rule.size)
-            label = f"lines(sobol 2^{rule.log2_n}, seed={rule.seed})"
+            label = f"lines(sobol 2^{rule.log2n}, seed={rule.seed})"
         else:   # explicit outer nodes and weights (e.g. a Gauss-Hermite product rule)
             self._outer, self._outer_w = (np.asarray(a, float) for a in outer)
             label = f"lines({len(self._outer)} given outer nodes)"

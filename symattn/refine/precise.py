@@ -37,18 +37,18 @@ With a ``checkpoint`` file, every large scramble's record is kept as it finishes
 computes only the missing ones (:func:`refine_thresholds`).
 
 **Second route.**  :func:`confirm_alpha_c` recomputes ``alpha_c`` with ``E[M]`` integrated by
-line preintegration on a Gauss-Hermite outer rule (:mod:`~symattn.numerics.preintegration`),
+line preintegration on a Gauss-Hermite outer rule (:mod:`~symattn.refine.preintegration`),
 at one large scramble's fixed points (they enter at second order), and
 :func:`refine_thresholds` records whether the two routes agree within their error bars.
 With ``confirm_alpha_l`` (off by default), :func:`confirm_alpha_l` does the same for
 ``alpha_l``, re-solving the fixed point with the preintegrated atoms (a check to about 1e-4:
-the atoms converge slowly).  ``benchmarks/bench_plane.py`` computes ``alpha_c`` by a third
-route, plane preintegration (:mod:`~symattn.numerics.plane`, every discontinuity located),
+the atoms converge slowly).  ``studies/plane_route.py`` computes ``alpha_c`` by a third
+route, plane preintegration (:mod:`~symattn.refine.plane`, every discontinuity located),
 at the same fixed points with :func:`alpha_c_with`; it takes too long for this command.
 
 **Error budget** (every term is reported; the error bar is their sum):
 
-* ``integration``: one standard error of the threshold over the ``n_rules`` large scrambles
+* ``integration``: one standard error of the threshold over the ``rules`` large scrambles
   (each gives an independent, unbiased estimate), a 68% interval;
   :attr:`PreciseThresholds.integration_95` gives the 95% one (Student's t), printed beside it;
 * ``root_finding``: the Newton-step bound above (``alpha_c``); the last correction times the
@@ -58,7 +58,7 @@ at the same fixed points with :func:`alpha_c_with`; it takes too long for this c
   plus for ``alpha_l`` the bound of the ``eps_g`` quadrature, plus the change when the final
   states are recomputed with the multi-start prox (warm-start check);
 * ``floating_point``: the rounding of the node sums, :math:`u\,\log_2 n` times the summed
-  magnitudes, divided by the slope (``benchmarks/bench_double_precision.py`` measures the whole
+  magnitudes, divided by the slope (``studies/double_precision.py`` measures the whole
   double-precision effect on the default route at about 6e-15).
 """
 
@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
@@ -76,12 +75,14 @@ import numpy as np
 
 from ..model.params import ModelParams
 from ..stats import mean_se, t_halfwidth
-from .branches import BRANCHES, solve_branch
-from .channel import ChannelMeans, OutputChannel
-from .observables import generalisation_error, linear_baseline_error
-from .quadrature import NodeSet, SobolRule
-from .saddle import SaddlePointMap
-from .thresholds import ThresholdNotFound, Thresholds, map_tasks
+from ..numerics.branches import BRANCHES, solve_branch
+from ..numerics.channel import ChannelMeans, OutputChannel
+from ..numerics.observables import generalisation_error, linear_baseline_error
+from ..numerics.quadrature import NodeSet, SobolRule
+from ..numerics.saddle import SaddlePointMap
+from ..numerics.thresholds import ThresholdNotFound, Thresholds
+from ..runs.executors import map_tasks
+from ..runs.files import read_json, write_json
 
 __all__ = [
     "CheckpointMismatch",
@@ -107,8 +108,8 @@ class NotConverged(ThresholdNotFound):
 class HighPrecisionSettings:
     """Settings of the high-precision stage."""
 
-    log2_n: int = 22          #: points per large scramble: 2**log2_n
-    n_rules: int = 8          #: large scrambles (the integration error bar's sample size)
+    log2n: int = 22          #: points per large scramble: 2**log2n
+    rules: int = 8          #: large scrambles (the integration error bar's sample size)
     seed: int = 1000          #: seed of the first large scramble (fast rules use 0, 1, ...)
     chunk_log2: int = 14      #: nodes per evaluation chunk: 2**chunk_log2
     jac_eps: float = 1e-3     #: selection smoothing of the fast rule's chord Jacobian
@@ -132,11 +133,11 @@ class HighPrecisionSettings:
     fold: bool = True
 
     def __post_init__(self):
-        if not 10 <= self.log2_n <= 26:
-            raise ValueError(f"log2_n must be in [10, 26], got {self.log2_n}")
-        if not 2 <= self.n_rules <= 256:
-            raise ValueError(f"n_rules must be in [2, 256] (one rule has no error bar), "
-                             f"got {self.n_rules}")
+        if not 10 <= self.log2n <= 26:
+            raise ValueError(f"log2n must be in [10, 26], got {self.log2n}")
+        if not 2 <= self.rules <= 256:
+            raise ValueError(f"rules must be in [2, 256] (one rule has no error bar), "
+                             f"got {self.rules}")
         if not 8 <= self.chunk_log2 <= 26:
             raise ValueError(f"chunk_log2 must be in [8, 26], got {self.chunk_log2}")
         if self.confirm_orders and (len(self.confirm_orders) < 3 or len(self.confirm_cells) < 2
@@ -263,7 +264,7 @@ class PreciseThresholds:
 
     @property
     def integration_95(self) -> dict:
-        """The integration term as a 95% interval (Student's t over the ``n_rules`` scrambles)
+        """The integration term as a 95% interval (Student's t over the ``rules`` scrambles)
         instead of one standard error: 2.36 times wider for 8 scrambles.  Printed next to the
         error bar, not part of it."""
         n = len(self.per_rule)
@@ -287,8 +288,8 @@ class PreciseThresholds:
 def _fast_setup(params, fast: Thresholds, hp: HighPrecisionSettings):
     """On the fast route's first rule: fixed points and chord Jacobians at the fast estimates,
     and the curvature ``Delta''`` of the loss difference (for the Newton-step bound)."""
-    r0 = fast.rules[0]
-    ch = OutputChannel(params, SobolRule(fast.settings["log2_n"], r0.seed).nodes(), gtol=hp.gtol)
+    r0 = fast.per_rule[0]
+    ch = OutputChannel(params, SobolRule(fast.settings["log2n"], r0.seed).nodes(), gtol=hp.gtol)
     tol = fast.settings["tol"]
 
     def point(branch, alpha, x0):
@@ -342,7 +343,7 @@ def alpha_l_goal(params: ModelParams, branch: str, alpha: float, x, atoms, J,
     by its gradient times that, and ``alpha_l`` by that over ``-slope`` (the slope of
     ``eps_g - eps_lin`` in alpha).  ``J`` need only be close (a fast rule's chord Jacobian):
     this weights the errors the plane route's adaptive rule controls
-    (:class:`~symattn.numerics.plane.PlaneChannel`'s ``goal``), it is not part of a result."""
+    (:class:`~symattn.refine.plane.PlaneChannel`'s ``goal``), it is not part of a result."""
     B = BRANCHES[branch]
     free = list(B.free)
     T = SaddlePointMap(params, alpha, None, symmetry=B.symmetry)
@@ -522,7 +523,7 @@ def _large_rule_task(args):
     """One large scramble: alpha_c and alpha_l on it."""
     params, hp, seed, setup, eps_lin = args
     t0 = time.perf_counter()
-    rule = SobolRule(hp.log2_n, seed)
+    rule = SobolRule(hp.log2n, seed)
     channels = {b: ChunkedChannel(params, rule.nodes(fold=branch_fold(params, b) if hp.fold
                                                      else None),
                                   chunk=2**hp.chunk_log2, gtol=hp.gtol, warm=hp.warm_starts)
@@ -584,7 +585,7 @@ def alpha_c_with(rule: dict, e_pos: float, e_sem: float) -> float:
 def confirm_alpha_c(params: ModelParams, rule: dict, hp: HighPrecisionSettings,
                     executor: Executor | None = None) -> dict:
     r"""``alpha_c`` by a second route: :math:`\mathbb{E}[\mathcal{M}]` by line
-    preintegration (:mod:`~symattn.numerics.preintegration`) on a Gauss-Hermite outer rule.
+    preintegration (:mod:`~symattn.refine.preintegration`) on a Gauss-Hermite outer rule.
 
     It is evaluated at the fixed points of one large scramble (``rule``, a record of
     :func:`refine_thresholds`): because :math:`\varepsilon_t` is stationary there, those
@@ -597,7 +598,7 @@ def confirm_alpha_c(params: ModelParams, rule: dict, hp: HighPrecisionSettings,
     (switching points missed by the coarser detection grid).  Mean and spread, not the last
     order and the last change: the outer integrand is not smooth where switching points
     appear, and the convergence in the order is erratic (about 1e-8 in ``E[M]`` at orders
-    20-28, ``benchmarks/bench_preintegration.py``), so the last order is not reliably the
+    20-28, ``studies/preintegration_accuracy.py``), so the last order is not reliably the
     best and one difference can understate the error.
     """
     t0 = time.perf_counter()
@@ -716,7 +717,7 @@ def _checkpoint_key(params, fast, hp) -> dict:
 def _load_checkpoint(path, key) -> dict:
     if path is None or not Path(path).exists():
         return {}
-    data = json.loads(Path(path).read_text())
+    data = read_json(path, "out")
     if data.get("key") != key:
         raise CheckpointMismatch(f"{path} holds large-scramble results of other parameters or "
                                  "settings; remove it or write elsewhere")
@@ -724,18 +725,14 @@ def _load_checkpoint(path, key) -> dict:
 
 
 def _save_checkpoint(path, key, records: dict):
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"key": key, "records": [records[s] for s in sorted(records)]},
-                              default=float))
-    os.replace(tmp, path)
+    write_json(path, {"key": key, "records": [records[s] for s in sorted(records)]}, indent=None)
 
 
 def refine_thresholds(params: ModelParams, fast: Thresholds,
                       hp: HighPrecisionSettings = HighPrecisionSettings(),
                       executor: Executor | None = None, progress=None,
                       note=None, checkpoint=None) -> PreciseThresholds:
-    """Refine the fast route's ``alpha_c`` and ``alpha_l`` on ``hp.n_rules`` large scrambles,
+    """Refine the fast route's ``alpha_c`` and ``alpha_l`` on ``hp.rules`` large scrambles,
     then (unless ``hp.confirm_orders`` is empty) compute ``alpha_c`` by the second route,
     :func:`confirm_alpha_c`, and record whether the two agree within their error bars; with
     ``hp.confirm_alpha_l`` also ``alpha_l`` (:func:`confirm_alpha_l`, in
@@ -754,7 +751,7 @@ def refine_thresholds(params: ModelParams, fast: Thresholds,
     done = _load_checkpoint(checkpoint, key)
     setup = _fast_setup(params, fast, hp)
     eps_lin, _ = linear_baseline_error(params)
-    seeds = [hp.seed + k for k in range(hp.n_rules)]
+    seeds = [hp.seed + k for k in range(hp.rules)]
     tasks = [(params, hp, s, setup, eps_lin) for s in seeds if s not in done]
 
     def record(k, n, rec):
@@ -762,10 +759,10 @@ def refine_thresholds(params: ModelParams, fast: Thresholds,
         if checkpoint is not None:
             _save_checkpoint(checkpoint, key, done)
         if progress:
-            progress(len(done), hp.n_rules, rec)
+            progress(len(done), hp.rules, rec)
 
     if tasks:
-        map_tasks(_large_rule_task, tasks, executor, record, total=hp.n_rules)
+        map_tasks(_large_rule_task, tasks, executor, record, total=hp.rules)
     rules = [done[s] for s in seeds]
     budget = {}
     values = {}

@@ -5,11 +5,11 @@
 * fixed-point tolerance (and the selection smoothing tied to it): rule 0 solved again with
   ``tol`` 100 times smaller; the change of alpha_c, alpha_l;
 * floating point: the node averages re-computed in mpmath at 40 digits at both fixed points at
-  alpha_c on rule 0 (:mod:`symattn.numerics.highprec`); the change of E[M] moves the training-
+  alpha_c on rule 0 (:mod:`symattn.refine.highprec`); the change of E[M] moves the training-
   loss difference by alpha |dE[M]| per branch (Phi is stationary, so E[M] is the only
   first-order route), i.e. alpha_c by that over |E[M]_pos - E[M]_sem| (its derivative in alpha).
 
-    python benchmarks/bench_error_budget.py
+    python studies/error_budget.py
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from symattn.model.params import ModelParams
 from symattn.numerics.channel import OutputChannel
-from symattn.numerics.highprec import channel_in_mpmath
+from symattn.refine.highprec import channel_in_mpmath
 from symattn.numerics.quadrature import SobolRule
 from symattn.numerics.thresholds import ThresholdSettings, compute_thresholds, thresholds_for_rule
 from symattn.stats import mean_se
@@ -29,13 +29,13 @@ def main():
     P, S = ModelParams(), ThresholdSettings()
     t0 = time.time()
     th = compute_thresholds(P, S)
-    ac_se = mean_se([r.alpha_c for r in th.rules])[1]
-    al_se = mean_se([r.alpha_l for r in th.rules])[1]
-    r0 = th.rules[0]
+    ac_se = mean_se([r.alpha_c for r in th.per_rule])[1]
+    al_se = mean_se([r.alpha_l for r in th.per_rule])[1]
+    r0 = th.per_rule[0]
     t1 = time.time()
     tight = thresholds_for_rule(P, replace(S, tol=S.tol / 100), S.seed)
     t2 = time.time()
-    ch = OutputChannel(P, SobolRule(S.log2_n, S.seed).nodes(4))
+    ch = OutputChannel(P, SobolRule(S.log2n, S.seed).nodes(4))
     dEM = []
     for fp in (r0.positional, r0.semantic):
         hp = channel_in_mpmath(ch, fp.x, dps=40)
@@ -46,8 +46,8 @@ def main():
     print(f"alpha_c = {th.alpha_c:.6f}, alpha_l = {th.alpha_l:.6f}  (8 rules of 2^14)")
     print(f"{'component':<40} {'alpha_c':>10} {'alpha_l':>10}   how")
     print(f"{'integration (standard error, 8 rules)':<40} {ac_se:10.1e} {al_se:10.1e}   spread of scrambles")
-    print(f"{'root finding in alpha (bound)':<40} {max(r.alpha_c_step for r in th.rules):10.1e} "
-          f"{max(r.alpha_l_step for r in th.rules):10.1e}   last root-finder step")
+    print(f"{'root finding in alpha (bound)':<40} {max(r.alpha_c_step for r in th.per_rule):10.1e} "
+          f"{max(r.alpha_l_step for r in th.per_rule):10.1e}   last root-finder step")
     print(f"{'fixed-point tolerance 1e-10 (rule 0)':<40} {abs(tight.alpha_c - r0.alpha_c):10.1e} "
           f"{abs(tight.alpha_l - r0.alpha_l):10.1e}   re-solved at tol 1e-12")
     print(f"{'floating point (rule 0)':<40} {fp_ac:10.1e} {'':>10}   mpmath 40 digits, "

@@ -1,6 +1,6 @@
 """The scrambles against plane preintegration, at the same order parameters.
 
-``bench_plane.py`` computes the averages at one large scramble's fixed points (and, for
+``plane_route.py`` computes the averages at one large scramble's fixed points (and, for
 alpha_l, at its own fixed point of the plane map).  This benchmark evaluates the same averages
 at the same points on many further scrambled Sobol rules (folded, as ``--precision high``),
 seeds independent of the default run's, and turns each into alpha_c and alpha_l exactly as
@@ -18,7 +18,7 @@ the true ones, common to both integrators.  ``--records R`` measures it: alpha_c
 points of the run's scrambles 1..R-1 minus alpha_c at record 0's, paired on the same
 ``--record-scrambles`` scrambles (so their integration errors nearly cancel).
 
-    python benchmarks/bench_same_point.py --json high.json --plane plane.json [plane_l.json]
+    python studies/same_point.py --json high.json --plane plane.json [plane_l.json]
         [--log2n 22] [--scrambles 64] [--seed 5000] [--records 8 --record-scrambles 4]
         [--out same_point.jsonl]
 
@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from symattn.model import ModelParams
-from symattn.numerics.precise import ChunkedChannel, alpha_c_with, branch_fold
+from symattn.refine.precise import ChunkedChannel, alpha_c_with, branch_fold
 from symattn.numerics.quadrature import SobolRule
 from symattn.stats import mean_se, t_halfwidth
 
@@ -142,7 +142,7 @@ def _load(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", required=True, help="output of symattn thresholds --precision high")
-    ap.add_argument("--plane", required=True, nargs="+", help="outputs of bench_plane.py")
+    ap.add_argument("--plane", required=True, nargs="+", help="outputs of plane_route.py")
     ap.add_argument("--log2n", type=int, default=22)
     ap.add_argument("--scrambles", type=int, default=64)
     ap.add_argument("--seed", type=int, default=5000, help="first scramble seed")

@@ -23,7 +23,7 @@ fixed-point``): mean +- standard error over instances of ``sim - theory``, and t
 teacher-norm control variate (least-squares regression on ``|Q*|^2/d - 1``; the intercept is
 reported).
 
-    python benchmarks/investigate_alpha1.py --alpha 1 --d 1000 2000 4000 --seeds 24 \
+    python studies/alpha1_discrepancy.py --alpha 1 --d 1000 2000 4000 --seeds 24 \
         --out /tmp/alpha1.json
 
 Raw per-run results (every solve) are written to ``--out`` (JSON), after every instance.

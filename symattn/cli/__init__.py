@@ -1,0 +1,85 @@
+"""Command-line interface: one module per command, this one dispatches.
+
+Usage::
+
+    symattn                               the main job: thresholds at the paper's defaults
+    symattn thresholds [model options] [--json] [--out FILE]
+                       [--precision {fast,high}] [--high-log2n K] [--high-rules R]
+                       [--second-route-orders N1,N2,N3|none] [--second-route-alpha-l]
+    symattn fixed-point --branch {positional,semantic,trivial} --alpha A [model options] [--json]
+    symattn simulate --d D --alpha A --start {semantic,positional,random} [--seeds K]
+                     [--n-test N] [model options] [--json]
+    symattn validate --out DIR [--alphas a,b,..] [--ds d1,d2,..] [--seeds K] [--same-seeds]
+                     [--workers W] [--n-test N] [--positional-scale S] [model options]
+                     [numerical options]
+    symattn phase-diagram --out DIR [--omegas 0:0.45:0.025] [model options]
+                          [--log2n K] [--rules R] [--workers N | --scheduler ADDRESS]
+    symattn plot DIR [--omega W]
+    symattn latex [--out FILE.tex] [--standalone]
+
+Model options: ``--omega W --sigma S --lam L --A a11,a12,a21,a22``; numerical options:
+``--log2n K`` (2**K Sobol points per rule), ``--rules R`` (independent scrambles),
+``--tol T`` (fixed-point residual tolerance).  ``simulate`` takes the model options only.
+``simulate`` and ``validate`` report progress on stderr.
+
+Bad input gets a one-line error naming the parameter and exit status 2.  A branch that does
+not exist at the requested alpha is reported as such, with exit status 3.  JSON keys are
+stable (other tools call them).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..model.params import ParameterError
+from . import fixed_point, latex, phase_diagram, simulate, thresholds, validate
+from .common import (EXIT_NOT_FOUND, EXIT_USAGE, RESUMABLE, STARTS, Parser, UsageError)
+
+__all__ = ["main", "build_parser", "STARTS", "EXIT_USAGE", "EXIT_NOT_FOUND", "UsageError"]
+
+
+def build_parser():
+    p = Parser(prog="symattn", description="Positional-to-semantic transition in a solvable "
+               "model of dot-product attention (Cui, Behrens, Krzakala, Zdeborova, NeurIPS 2024).")
+    sub = p.add_subparsers(dest="command", parser_class=Parser)
+    for command in (thresholds, fixed_point, simulate, validate, latex, phase_diagram):
+        command.add_parser(sub)
+    return p
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    try:
+        if not argv:
+            args = parser.parse_args(["thresholds"])
+            return thresholds.run(args, main_job=True)
+        args = parser.parse_args(argv)
+        if args.command == "thresholds":
+            return thresholds.run(args)
+        if args.command == "fixed-point":
+            return fixed_point.run(args)
+        if args.command == "simulate":
+            return simulate.run(args)
+        if args.command == "validate":
+            return validate.run(args, argv=["symattn"] + list(argv))
+        if args.command == "latex":
+            return latex.run(args)
+        if args.command == "phase-diagram":
+            return phase_diagram.run(args)
+        if args.command == "plot":
+            return phase_diagram.run_plot(args)
+        parser.print_help()
+        return EXIT_USAGE
+    except (ParameterError, UsageError) as exc:
+        print(f"symattn: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("symattn: interrupted" + ("; completed tasks are saved, rerun the same command to "
+                                        "resume" if argv and argv[0] in RESUMABLE else ""),
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

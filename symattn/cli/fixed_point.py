@@ -1,0 +1,39 @@
+"""``symattn fixed-point``: one branch's fixed point at one alpha, mean and error over scrambles."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from .common import (EXIT_NOT_FOUND, add_model_options, check_alpha, float_arg, params_from,
+                     settings_from)
+
+
+def add_parser(sub):
+    f = sub.add_parser("fixed-point", help="one branch's fixed point at one alpha")
+    f.add_argument("--branch", required=True, choices=("positional", "semantic", "trivial"),
+                   help="positional (theta = 0), semantic (m = 0) or trivial (theta = m = 0)")
+    f.add_argument("--alpha", required=True, type=float_arg("alpha"))
+    add_model_options(f)
+
+
+def run(args) -> int:
+    from ..numerics.branches import BranchNotFound
+    from ..numerics.estimates import fixed_point_estimate
+    alpha = check_alpha(args.alpha)
+    params = params_from(args)
+    settings = settings_from(args)
+    try:
+        est = fixed_point_estimate(params, args.branch, alpha, settings)
+    except BranchNotFound as exc:
+        msg = str(exc)
+        if args.json:
+            print(json.dumps({"branch": args.branch, "alpha": alpha, "converged": False,
+                              "error": msg}))
+        print(f"symattn: {msg}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    if args.json:
+        print(json.dumps(est.to_dict(), indent=2))
+        return 0
+    print(repr(est))
+    return 0

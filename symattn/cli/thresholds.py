@@ -1,0 +1,202 @@
+"""``symattn thresholds`` (and the main job, ``symattn`` alone): alpha_c and alpha_l with error bars;
+``--precision high`` refines them (:mod:`symattn.refine.precise`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from .common import (DEFAULT_OUT, EXIT_NOT_FOUND, UsageError, add_model_options, fmt,
+                     int_arg, params_from, save, second_orders_arg, settings_from)
+from ..model.params import ParameterError
+from ..runs.executors import default_workers
+
+
+def add_parser(sub):
+    t = sub.add_parser("thresholds", help="alpha_c and alpha_l with error bars")
+    add_model_options(t)
+    t.add_argument("--out", type=Path, default=None, help="also write the full JSON here")
+    h = t.add_argument_group("precision (docs: numerics, 'High precision')")
+    h.add_argument("--precision", choices=("fast", "high"), default="fast",
+                   help="fast (default): the scrambles above; high: then refine on large "
+                        "scrambles and add a second route for alpha_c (about 9 minutes on 2 "
+                        "cores at the defaults; resumable with --out: finished scrambles are "
+                        "kept in OUT.partial)")
+    h.add_argument("--high-log2n", dest="high_log2n", type=int_arg("high-log2n", 10, 26),
+                   default=None, help="points per large scramble: 2**K (default 22)")
+    h.add_argument("--high-rules", dest="high_rules", type=int_arg("high-rules", 2, 256),
+                   default=None, help="large scrambles (default 8)")
+    h.add_argument("--second-route-orders", dest="second_orders", default=None,
+                   type=second_orders_arg, metavar="N1,N2,N3|none",
+                   help="Gauss-Hermite outer orders of the second route for alpha_c (default "
+                        "16,20,24; 'none' skips it)")
+    h.add_argument("--second-route-alpha-l", dest="second_alpha_l", action="store_true",
+                   help="also confirm alpha_l by the second route (fixed points with "
+                        "line-preintegrated atoms; about 2 more minutes)")
+
+
+def _progress(k, n, rule):
+    print(f"  rule {k}/{n}: alpha_c = {rule.alpha_c:.6f}, alpha_l = {rule.alpha_l:.6f} "
+          f"({rule.wall_time:.1f} s)", file=sys.stderr, flush=True)
+
+
+def run(args, main_job=False) -> int:
+    from ..numerics.thresholds import compute_thresholds
+    params = params_from(args)
+    settings = settings_from(args)
+    if args.precision != "high" and (args.high_log2n is not None or args.high_rules is not None
+                                     or args.second_orders is not None or args.second_alpha_l):
+        raise ParameterError("precision", "--high-log2n, --high-rules, --second-route-orders "
+                                          "and --second-route-alpha-l need --precision high")
+    if args.second_alpha_l and args.second_orders == ():
+        raise ParameterError("second-route-alpha-l", "needs the second route (not "
+                                                     "--second-route-orders none)")
+    t0 = time.perf_counter()
+    if not args.json:
+        print(f"symattn: thresholds for sigma={params.sigma:g}, lambda={params.lam:g}, "
+              f"omega={params.omega:g}, A={[list(r) for r in params.A]}", file=sys.stderr)
+        print(f"  {settings.rules} scrambled Sobol rules of 2^{settings.log2n} points, "
+              f"fixed-point tolerance {settings.tol:g}", file=sys.stderr, flush=True)
+    from ..numerics.branches import BranchNotFound
+    from ..numerics.thresholds import ThresholdNotFound
+    try:
+        th = compute_thresholds(params, settings, progress=None if args.json else _progress)
+    except (ThresholdNotFound, BranchNotFound) as exc:
+        if args.json:
+            print(json.dumps({"error": str(exc), "params": params.as_dict()}))
+        print(f"symattn: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    if args.precision == "high":
+        if th.alpha_c_note:
+            print(f"symattn: --precision high refines alpha_c and alpha_l together; "
+                  f"{th.alpha_c_note}", file=sys.stderr)
+            return EXIT_NOT_FOUND
+        return _high_precision(args, params, th, t0)
+    wall = time.perf_counter() - t0
+    data = th.to_dict()
+    out = args.out if args.out is not None else (DEFAULT_OUT / "thresholds.json" if main_job
+                                                 else None)
+    if out is not None:
+        save(out, data)
+    if args.json:
+        print(json.dumps(data, indent=2, default=float))
+        return 0
+    keys = ("q", "m", "theta", "V", "q_hat", "m_hat", "theta_hat", "V_hat", "eps_t", "eps_g")
+    if th.alpha_c_note:
+        print(th.alpha_c_note)
+        print(f"alpha_l = {fmt(th.alpha_l, th.alpha_l_err)}")
+        print(f"eps_lin = {th.eps_lin:.10f} +- {th.eps_lin_err:.0e}")
+        print("error bars: one standard error over the scrambles plus the root-finding bound")
+        sem = data["semantic_at_alpha_l"]
+        print(f"\nsemantic fixed point at alpha_l (mean +- standard error over {settings.rules} "
+              "rules):")
+        for k in keys:
+            print(f"  {k:10s} {sem[k]:>13.7g} +- {sem[k + '_err']:7.1e}")
+    else:
+        print(f"alpha_c = {fmt(th.alpha_c, th.alpha_c_err)}")
+        print(f"alpha_l = {fmt(th.alpha_l, th.alpha_l_err)}")
+        print(f"eps_lin = {th.eps_lin:.10f} +- {th.eps_lin_err:.0e}")
+        print("error bars: one standard error over the scrambles plus the root-finding bound")
+        print(f"\nfixed points at alpha_c (mean +- standard error over {settings.rules} rules):")
+        pos, sem = th.at_alpha_c("positional"), th.at_alpha_c("semantic")
+        print(f"  {'':10s} {'positional':>24s} {'semantic':>24s}")
+        for k in keys:
+            print(f"  {k:10s} {pos[k]:>13.7g} +- {pos[k + '_err']:7.1e} "
+                  f"{sem[k]:>13.7g} +- {sem[k + '_err']:7.1e}")
+    if out is not None:
+        print(f"\nresults written to {out}")
+    print(f"took {wall:.1f} s")
+    return 0
+
+
+def _high_progress():
+    """A progress callback for the large scrambles, with an estimate of the time left: the
+    mean wall time of a scramble so far, times the scrambles left, over the worker processes
+    (they run side by side, so the rate of the first finishes says little)."""
+    times = []
+
+    def report(k, n, rule):
+        times.append(rule["wall_time"])
+        left = sum(times) / len(times) * (n - k) / default_workers()
+        print(f"  large rule {k}/{n}: alpha_c = {rule['alpha_c']:.9f}, alpha_l = "
+              f"{rule['alpha_l']:.9f} ({rule['wall_time']:.0f} s; about {left:.0f} s left)",
+              file=sys.stderr, flush=True)
+    return report
+
+
+def _high_precision(args, params, fast, t0) -> int:
+    """Refine the fast thresholds (:mod:`symattn.refine.precise`) and report them."""
+    from ..numerics.branches import BranchNotFound
+    from ..refine.precise import (
+        CheckpointMismatch,
+        HighPrecisionSettings,
+        refine_thresholds,
+    )
+    from ..numerics.thresholds import ThresholdNotFound
+    defaults = HighPrecisionSettings()
+    hp = HighPrecisionSettings(
+        log2n=args.high_log2n or defaults.log2n, rules=args.high_rules or defaults.rules,
+        confirm_orders=(defaults.confirm_orders if args.second_orders is None
+                        else tuple(args.second_orders)),
+        confirm_alpha_l=args.second_alpha_l)
+    if not args.json:
+        print(f"  fast route: alpha_c = {fmt(fast.alpha_c, fast.alpha_c_err)}, alpha_l = "
+              f"{fmt(fast.alpha_l, fast.alpha_l_err)}; refining on {hp.rules} scrambled "
+              f"Sobol rules of 2^{hp.log2n} points", file=sys.stderr, flush=True)
+    # with --out, each large scramble is kept as it finishes; a rerun computes only the rest
+    checkpoint = None if args.out is None else args.out.with_name(args.out.name + ".partial")
+    if checkpoint is not None:
+        checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        res = refine_thresholds(params, fast, hp,
+                                progress=None if args.json else _high_progress(),
+                                note=None if args.json else
+                                (lambda text: print(f"  {text}", file=sys.stderr, flush=True)),
+                                checkpoint=checkpoint)
+    except CheckpointMismatch as exc:
+        raise UsageError(str(exc)) from None
+    except (ThresholdNotFound, BranchNotFound) as exc:
+        if args.json:
+            print(json.dumps({"error": str(exc), "params": params.as_dict()}))
+        print(f"symattn: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    data = res.as_dict()
+    data["wall_time"] = time.perf_counter() - t0
+    if args.out is not None:
+        save(args.out, data)
+        checkpoint.unlink(missing_ok=True)
+    if args.json:
+        print(json.dumps(data, indent=2, default=float))
+        return 0
+    for key in ("alpha_c", "alpha_l"):
+        b = res.budget[key]
+        print(f"{key} = {getattr(res, key):.9f} +- {getattr(res, key + '_err'):.1e}   "
+              f"(integration {b['integration']:.1e}, root finding {b['root_finding']:.1e}, "
+              f"fixed point {b['fixed_point']:.1e}, floating point {b['floating_point']:.1e})")
+    print(f"eps_lin = {fast.eps_lin:.12f} +- {fast.eps_lin_err:.0e}")
+    print("error bars: the sum of the four parts; integration is one standard error over "
+          "the large scrambles")
+    i95 = res.integration_95
+    print(f"integration as a 95% interval (Student's t, {len(res.per_rule) - 1} degrees of "
+          f"freedom): alpha_c +- {i95['alpha_c']:.1e}, alpha_l +- {i95['alpha_l']:.1e}")
+    second = res.second_route
+    if second is not None:
+        verdict = "agree" if second["agrees"] else "DISAGREE"
+        orders = [r["outer_order"] for r in second["table"][-4:-1]]
+        print(f"\nsecond route (line preintegration, mean over Gauss-Hermite outer orders "
+              f"{', '.join(map(str, orders))}): alpha_c = "
+              f"{second['alpha_c']:.9f} +- {second['alpha_c_err']:.1e}; the two routes {verdict} "
+              "within their error bars")
+        second_l = second.get("alpha_l_route")
+        if second_l is not None:
+            verdict = "agree" if second_l["agrees"] else "DISAGREE"
+            print(f"second route for alpha_l (fixed points with line-preintegrated atoms, mean "
+                  f"over outer orders {', '.join(map(str, orders))}): alpha_l = "
+                  f"{second_l['alpha_l']:.9f} +- {second_l['alpha_l_err']:.1e}; the two routes "
+                  f"{verdict} within their error bars")
+    if args.out is not None:
+        print(f"\nresults written to {args.out}")
+    print(f"took {data['wall_time']:.1f} s")
+    return 0

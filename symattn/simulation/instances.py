@@ -1,0 +1,129 @@
+r"""Independent instances of finite-size training: paired warm starts on one data set, and the
+mean and standard error over seeds (model page §6).
+
+One *instance* is the data set :func:`data_seed` ``(d, seed)``: a teacher and ``n = alpha d``
+training sentences.  :func:`simulation_task` minimises :math:`R(Q)` from both warm starts on it
+(:data:`PAIRED_STARTS`) and scores both minima and the linear baseline on the same test
+sentences, so comparisons between the starts are paired.  :func:`simulate_seeds` runs ``K``
+instances and reports means and standard errors (the ``simulate`` command); the validation runs
+(:mod:`symattn.experiments.validation`) call :func:`simulation_task` task by task.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..model.params import ModelParams
+from ..stats import mean_se
+from .data import make_dataset
+from .train import train_starts
+
+__all__ = ["QUANTITIES", "PAIRED_STARTS", "SIM_COLUMNS", "SIM_TYPES", "data_seed", "alpha_key",
+           "simulation_task", "simulate_seeds"]
+
+#: Quantities compared with the theory, in the order of the tables and figure panels.
+QUANTITIES = ("m", "theta", "q", "eps_t", "eps_g")
+#: The two warm starts of a paired task (model page §6).
+PAIRED_STARTS = ("semantic", "positional")
+
+#: Columns of a validation's ``simulations.csv`` (one row per ``(d, alpha, seed, start)``).
+#: ``teacher_norm`` is :math:`|Q^*|^2/d`; ``wall_time`` is the L-BFGS solve of this start;
+#: ``task_time`` the whole task (data, both solves, test errors).
+SIM_COLUMNS = ("d", "alpha", "seed", "data_seed", "start", "m", "theta", "q", "eps_t", "eps_g", "eps_g_err",
+               "eps_lin", "eps_lin_err", "teacher_norm", "converged", "iterations", "grad_norm",
+               "wall_time", "task_time")
+#: Column types of :data:`SIM_COLUMNS` other than float (for :class:`symattn.runs.TidyCSV`).
+SIM_TYPES = {"d": int, "seed": int, "data_seed": int, "iterations": int, "converged": bool,
+             "start": str}
+
+
+def data_seed(d: int, seed: int) -> int:
+    """Seed of the data set of replica ``seed`` at dimension ``d``: ``10^6 d + seed``.
+
+    Independent data for each ``d`` (the teacher is the first ``d`` draws of the seed's stream,
+    so one seed for all ``d`` would correlate the teachers, hence the gaps, across ``d``), and
+    the same data for every ``alpha`` at fixed ``d`` (paired curves in ``alpha``).
+    """
+    return 1_000_000 * int(d) + int(seed)
+
+
+def alpha_key(alpha) -> float:
+    """Canonical form of an ``alpha`` for matching rows (CSV round trips, float grids)."""
+    return round(float(alpha), 10)
+
+
+def simulation_task(params: ModelParams, d: int, alpha: float, seed: int, n_test: int = 2000,
+                    gtol: float = 1e-8, positional_scale: float = 1.0) -> list:
+    """One paired task: both warm starts on the data set ``data_seed(d, seed)``; one row per
+    start, with the keys :data:`SIM_COLUMNS`.
+    """
+    t0 = time.perf_counter()
+    data = make_dataset(params, d, alpha, data_seed(d, seed))
+    res = train_starts(data, PAIRED_STARTS, n_test=n_test, gtol=gtol,
+                       positional_scale=positional_scale)
+    teacher_norm = float(np.dot(data.Q_star, data.Q_star) / d)
+    task_time = time.perf_counter() - t0
+    rows = []
+    for start in PAIRED_STARTS:
+        r = res[start].as_dict()
+        row = {c: r[c] for c in SIM_COLUMNS if c in r}
+        row.update(d=int(d), alpha=alpha_key(alpha), seed=int(seed), data_seed=data.seed, start=start,
+                   teacher_norm=teacher_norm, task_time=task_time)
+        rows.append(row)
+    return rows
+
+
+
+def simulate_seeds(params: ModelParams, d: int, alpha: float, start: str, seeds: int,
+                   n_test: int = 2000, gtol: float = 1e-8, progress=None) -> dict:
+    """``seeds`` independent instances of ``start``: mean and standard error of every quantity.
+
+    Instance ``k`` is the data set :func:`data_seed` ``(d, k)``, as in a validation run.
+
+    For ``start`` semantic or positional the other warm start is trained on the same data set
+    (:func:`simulation_task`), and the paired difference
+    ``delta_eps_t = eps_t(semantic) - eps_t(positional)`` (negative: the semantic minimum is the
+    lower one) is reported with its standard error, as are the other start's statistics
+    (``paired``).  ``progress(k, K, seconds)`` is called after each seed.
+    """
+    rows, t0 = [], time.perf_counter()
+    for s in range(seeds):
+        if start in PAIRED_STARTS:
+            rows.append({r["start"]: r for r in simulation_task(params, d, alpha, s, n_test, gtol)})
+        else:
+            t1 = time.perf_counter()
+            data = make_dataset(params, d, alpha, data_seed(d, s))
+            r = train_starts(data, [start], n_test=n_test, gtol=gtol)[start].as_dict()
+            r.update(seed=s, data_seed=data.seed,
+                     teacher_norm=float(np.dot(data.Q_star, data.Q_star) / d),
+                     task_time=time.perf_counter() - t1)
+            rows.append({start: r})
+        if progress:
+            progress(s + 1, seeds, time.perf_counter() - t0)
+
+    def stats(name):
+        out = {}
+        for k in QUANTITIES + ("eps_lin", "teacher_norm", "iterations", "wall_time"):
+            out[k], out[k + "_err"] = mean_se([r[name][k] for r in rows])
+        out["converged"] = all(bool(r[name]["converged"]) for r in rows)
+        out["n_converged"] = sum(bool(r[name]["converged"]) for r in rows)
+        return out
+
+    data = {"d": int(d), "alpha": float(alpha), "start": start, "seeds": int(seeds),
+            "n_test": int(n_test)}
+    data.update(stats(start))
+    if start in PAIRED_STARTS:
+        other = PAIRED_STARTS[1 - PAIRED_STARTS.index(start)]
+        delta = [r["semantic"]["eps_t"] - r["positional"]["eps_t"] for r in rows]
+        data["delta_eps_t"], data["delta_eps_t_err"] = mean_se(delta)
+        data["semantic_lower"] = sum(x < 0 for x in delta)
+        data["paired"] = {other: stats(other)}
+    data["instances"] = [{k: r[name][k] for k in SIM_COLUMNS if k in r[name]}
+                         for r in rows for name in r]
+    data["params"] = params.as_dict()
+    data["wall_time"] = time.perf_counter() - t0
+    return data
+
+
