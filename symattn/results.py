@@ -49,7 +49,7 @@ def format_estimate(value: float, error: float) -> str:
         return str(value)
     if error is None or not math.isfinite(error) or error <= 0:
         return f"{value:.10g}"
-    digits = max(0, 1 - int(math.floor(math.log10(error)))) + 1
+    digits = max(0, 1 - int(math.floor(math.log10(error))))
     return f"{value:.{digits}f} ± {error:.1e}"
 
 

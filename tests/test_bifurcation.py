@@ -77,13 +77,24 @@ def test_m_bifurcation_is_where_the_positional_branch_appears():
     little above alpha_b and collapse onto the trivial point a little below it."""
     P = ModelParams()
     ch = OutputChannel(P, SobolRule(12, seed=0).nodes(4))
-    a_b, scanned = trivial_bifurcation(P, ch, "m", [0.02, 0.05, 0.1])
-    assert a_b is not None and 0.02 < a_b < 0.1
+    end = trivial_bifurcation(P, ch, "m", [0.02, 0.05, 0.1])
+    a_b, scanned = end.alpha, end.scanned
+    assert end.status.converged and 0.02 < a_b < 0.1
     assert scanned[0].lam_m < 1 < scanned[-1].lam_m
     fp = solve_branch(P, "positional", 2.0 * a_b, ch, with_eps_g=False)
     assert abs(fp.m) > 0.05 * np.sqrt(fp.q)
     with pytest.raises(BranchNotFound):
         solve_branch(P, "positional", 0.6 * a_b, ch, with_eps_g=False)
+
+
+def test_no_crossing_on_the_grid_is_reported_not_converged():
+    """A grid that stops below the crossing: no alpha_b, a status that says so."""
+    P = ModelParams()
+    ch = OutputChannel(P, SobolRule(10, seed=0).nodes(4))
+    end = trivial_bifurcation(P, ch, "theta", [0.2, 0.35])
+    assert not end.status.converged and np.isnan(end.alpha)
+    assert "below one" in end.status.message
+    assert all(st.lam_theta < 1 for st in end.scanned)
 
 
 def test_bad_direction_and_asymmetric_A_are_refused():

@@ -13,7 +13,7 @@ import pytest
 import symattn
 
 ROOMS = ["model", "stats", "results", "runs", "symbolic", "compile", "numerics", "simulation", "refine",
-         "experiments", "outputs", "cli", "api"]
+         "experiments", "outputs", "api", "cli"]
 PACKAGE = Path(symattn.__file__).parent
 
 

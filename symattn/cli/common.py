@@ -139,14 +139,3 @@ def save(path: Path, data: dict) -> None:
 def fmt(v, e) -> str:
     """``value +- error`` as the text output prints thresholds."""
     return f"{v:.6f} +- {e:.1e}"
-
-
-def json_safe(x):
-    """NaN (e.g. a standard error from one seed) as JSON null."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [json_safe(v) for v in x]
-    return x

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import (EXIT_NOT_FOUND, add_model_options, check_alpha, float_arg, params_from,
-                     settings_from)
+from .common import (EXIT_NOT_FOUND, add_model_options, check_alpha, float_arg, settings_from)
 
 
 def add_parser(sub):
@@ -18,13 +17,14 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    from ..api import fixed_point
     from ..numerics.branches import BranchNotFound
-    from ..numerics.estimates import fixed_point_estimate
     alpha = check_alpha(args.alpha)
-    params = params_from(args)
     settings = settings_from(args)
     try:
-        est = fixed_point_estimate(params, args.branch, alpha, settings)
+        est = fixed_point(branch=args.branch, alpha=alpha, omega=args.omega, sigma=args.sigma,
+                          lam=args.lam, A=args.A, log2n=settings.log2n, rules=settings.rules,
+                          tol=settings.tol)
     except BranchNotFound as exc:
         msg = str(exc)
         if args.json:

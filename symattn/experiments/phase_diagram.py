@@ -12,13 +12,15 @@ For every ``omega`` of a grid, one *task* (warm starts along ``alpha`` stay insi
   Brent tolerance; kind ``bifurcation``.  The semantic branch approaches this point from above
   (measured at omega = 0, 0.15, 0.3, 0.45: ``studies/branch_ends.py --criticality``), so it
   is the branch's end, up to a possible weak subcriticality below the resolution
-  (docs/numerics.md).  For a non-swap-symmetric ``A`` the positional end is the
-  continuation's (fold or merge; first rule; error: the bracket).  The ends found by
-  pseudo-arclength continuation from ``alpha_c`` on the first rule
+  (docs/numerics.md, section 'Branches, their ends, and the phase diagram').  For a
+  non-swap-symmetric ``A`` the positional end is the continuation's (fold or merge; first
+  rule; error: the bracket).  The ends found by pseudo-arclength continuation from
+  ``alpha_c`` on the first rule
   (:func:`symattn.numerics.continuation.follow_branch`) are kept as diagnostics,
   ``semantic_continuation_end`` and ``positional_continuation_end``: near the end the overlap
   is small, the continuation's smoothed tangents are biased and the quadrature noise is
-  large, and they lie up to 0.15 below the bifurcation.
+  large, and they lie below the bifurcation (measured: docs/numerics.md, section 'Branches,
+  their ends, and the phase diagram').
 
   Above ``alpha_c`` each branch is followed up to ``alpha_max`` on the first rule, and an end
   found there is reported;
@@ -132,13 +134,13 @@ def _bifurcation_end(params, channel, direction, grid, tol):
     from ..numerics.bifurcation import trivial_bifurcation
     from ..numerics.branches import BranchNotFound
     try:
-        a_b, scanned = trivial_bifurcation(params, channel, direction, grid, tol=tol,
-                                           xtol=BIFURCATION_XTOL)
+        end = trivial_bifurcation(params, channel, direction, grid, tol=tol,
+                                  xtol=BIFURCATION_XTOL)
     except BranchNotFound:
         return math.nan, math.nan, "trivial point not found"
-    if a_b is not None:
-        return a_b, BIFURCATION_XTOL, "bifurcation"
-    first = getattr(scanned[0], "lam_" + direction) if scanned else math.nan
+    if end.status.converged:
+        return end.alpha, end.error, "bifurcation"
+    first = getattr(end.scanned[0], "lam_" + direction) if end.scanned else math.nan
     return math.nan, math.nan, "unstable at alpha_min" if first > 1 else "none"
 
 

@@ -35,6 +35,8 @@ class ParameterError(ValueError):
 
 
 def _finite(name: str, value) -> float:
+    if isinstance(value, (bool, str, bytes)):      # float(True) == 1.0, float("0.3") == 0.3
+        raise ParameterError(name, f"not a number: {value!r}")
     try:
         x = float(value)
     except (TypeError, ValueError):

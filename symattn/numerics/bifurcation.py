@@ -44,17 +44,20 @@ error bar (spread over independent scrambles) and no smoothing bias.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import brentq
 
 from ..model.params import ModelParams
+from ..results import Estimate, Status
 from .branches import solve_branch
 from .channel import OutputChannel
 from .saddle import FixedPoint
 
-__all__ = ["TrivialStability", "score_derivatives", "trivial_bifurcation", "trivial_stability"]
+__all__ = ["BranchEnd", "TrivialStability", "score_derivatives", "trivial_bifurcation",
+           "trivial_stability"]
 
 
 @dataclass(frozen=True)
@@ -101,15 +104,39 @@ def trivial_stability(params: ModelParams, alpha: float, channel: OutputChannel,
                             lam_m=alpha * d_m / den)
 
 
+@dataclass
+class BranchEnd:
+    """Where a branch leaves the trivial point: ``alpha`` with its error bar and status.
+
+    ``alpha`` is ``nan`` and ``status.converged`` False when the eigenvalue does not cross one
+    on the scanned grid (``status.message`` says whether it was above one already at the first
+    grid point); ``error`` is Brent's tolerance on ``alpha`` (one rule: no integration error
+    here, that comes from comparing rules); ``scanned`` are the grid points visited.
+    """
+
+    direction: str
+    alpha: float
+    error: float
+    status: Status
+    scanned: list = field(repr=False, default_factory=list)
+
+    @property
+    def estimate(self) -> Estimate:
+        return Estimate(self.alpha, self.error, self.status)
+
+    def __repr__(self) -> str:
+        return f"BranchEnd({self.direction}: alpha_b = {self.estimate!r}, {self.status!r})"
+
+
 def trivial_bifurcation(params: ModelParams, channel: OutputChannel, direction: str,
-                        alphas, *, tol: float = 1e-10, xtol: float = 1e-7):
+                        alphas, *, tol: float = 1e-10, xtol: float = 1e-7) -> BranchEnd:
     """``alpha`` where the ``direction`` (``"theta"`` or ``"m"``) eigenvalue of the trivial point
     first crosses one, bracketed on the grid ``alphas`` (increasing, scanned in order up to the
     first crossing, warm-started) and refined by Brent's method.
 
-    Returns ``(alpha_b, scanned)`` with ``scanned`` the :class:`TrivialStability` of the grid
-    points visited; ``alpha_b`` is None if the eigenvalue does not cross one on the grid.  The ``m``
-    direction needs ``A_11 = A_22`` (otherwise ``m`` couples to ``q, V`` at the trivial point).
+    Returns a :class:`BranchEnd` whose ``scanned`` are the :class:`TrivialStability` of the grid
+    points visited.  The ``m`` direction needs ``A_11 = A_22`` (otherwise ``m`` couples to
+    ``q, V`` at the trivial point).
     """
     if direction not in ("theta", "m"):
         raise ValueError(f"direction must be 'theta' or 'm', got {direction!r}")
@@ -128,5 +155,12 @@ def trivial_bifurcation(params: ModelParams, channel: OutputChannel, direction: 
                 st = trivial_stability(params, a, channel, x0=warm[0], tol=tol)
                 warm[0] = st.fp.x
                 return getattr(st, key) - 1.0
-            return brentq(g, alphas[k - 1], alphas[k], xtol=xtol), scanned
-    return None, scanned
+            root, info = brentq(g, alphas[k - 1], alphas[k], xtol=xtol, full_output=True,
+                                disp=False)
+            status = Status(bool(info.converged), iterations=info.iterations,
+                            message="bifurcation" if info.converged else info.flag)
+            return BranchEnd(direction, root, xtol, status, scanned)
+    first = getattr(scanned[0], key) if scanned else math.nan
+    why = ("unstable at the first grid point" if first > 1 else
+           "the eigenvalue stays below one on the grid")
+    return BranchEnd(direction, math.nan, math.nan, Status(False, message=why), scanned)

@@ -178,8 +178,8 @@ class OutputChannel:
         the local minima of every node at a nearby ``x``: Newton then converges in a few
         steps.  The minima followed from a nearby ``x`` are the global ones unless a new
         minimum became global in between; a minimum born at a fold starts no lower than the
-        minimum its saddle connects it to, so for small moves that is rare (measured: about
-        one node in a million), and callers check
+        minimum its saddle connects it to, so for small moves that is rare (measured:
+        docs/numerics.md, section 'The method, per large scramble'), and callers check
         (:class:`~symattn.refine.precise.ChunkedChannel`).
         """
         x = np.asarray(x, float)

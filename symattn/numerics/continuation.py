@@ -1,8 +1,9 @@
 r"""Following a branch of fixed points in ``alpha``, and locating where it ends (spinodals).
 
 Pseudo-arclength continuation in :math:`y = (x_{\rm free}, \alpha)`, in scaled coordinates
-:math:`z = y / s` (``s`` the magnitudes at the start, so ``q ~ 0.05`` and ``V ~ 15`` weigh
-alike):
+:math:`z = y / s` (``s`` the magnitudes at the start, so ``q`` and ``V``, orders of magnitude
+apart at the fixed points, weigh alike; measured: docs/numerics.md, section 'Against the naive
+approach'):
 
 * **tangent** :math:`t`: the unit null vector of :math:`[\partial_z r]`, with
   :math:`r(x;\alpha) = T(x;\alpha) - x`, oriented like the previous one.  The Jacobian here

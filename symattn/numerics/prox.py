@@ -6,8 +6,9 @@ r"""The proximal operator of the non-convex ``L = 2`` loss, at every node at onc
     \mathcal{G}(h) = \frac{\lVert h - w\rVert^2}{2V}
       + \sigma^2\sum_{l=1,2}\left(\mathrm{logistic}(h_l^2 - h_1h_2) - T_{ll}\right)^2
 
-(model page §4).  ``G`` is even in ``h`` up to the quadratic term and, with ``V`` of order
-10-30, has two or more local minima; the GLOBAL minimiser is wanted.
+(model page §4).  ``G`` is even in ``h`` up to the quadratic term and, with ``V`` as large as
+at the fixed points (measured: docs/numerics.md, section 'The fixed-point solver'), has two or
+more local minima; the GLOBAL minimiser is wanted.
 
 Method: safeguarded Newton from several starts per node, all nodes and starts in lock step
 (vectorised numpy); keep the start with the lowest converged value.  The starts are
@@ -20,7 +21,7 @@ Method: safeguarded Newton from several starts per node, all nodes and starts in
 * optional extra starts supplied by the caller (e.g. previous solutions).
 * where the search disc ``|h - w| <= sqrt(2 V G)`` (``G`` the best value found; the loss is
   ``>= 0``) is wider than ``WIDE_DISC``, five more (``_widen``).  Not at the paper's
-  fixed points.
+  fixed points (measured: docs/numerics.md, section 'The fixed-point solver').
 
 Each Newton step solves with the Hessian shifted to be positive definite (eigenvalue floor
 ``1e-4/V``) and backtracks (Armijo) on ``G``; a start has converged when
@@ -242,11 +243,11 @@ def _widen(pr, w, t, V, sigma, gtol, max_iter):
     ``G`` the best value found.  Where ``R > WIDE_DISC`` the disc can hold basins that none
     of ``w, +-h0`` reaches, so Newton is run again from the best and runner-up found and
     from ``(w1, 0), (0, w2), (w1, -w2), (-w1, w2), -w`` (on ``h1 = 0`` and on ``h2 = 0`` one
-    of the two logistic arguments vanishes, and the loss is even in ``h``).  Measured against 121 extra starts on a grid over the
-    disc, in the box ``|w_l| <= 2``, ``V`` 0.5-40, ``sigma`` 0.2-1.5: the three starts missed
-    the global minimum in 33 of 20000 random cases (all with ``R > 1.5``), these starts find
-    all 33; on 40000 further cases the misses fall from 79 to 2 (both at ``sigma = 1.5``).
-    At the paper's fixed points ``R`` stays below 1.2, so nothing changes there.
+    of the two logistic arguments vanishes, and the loss is even in ``h``).  Against extra
+    starts on a grid over the disc, the three starts alone miss the global minimum in rare
+    cases, all where the disc is wide, and these starts find nearly all of them; at the
+    paper's fixed points ``R`` stays below ``WIDE_DISC``, so nothing changes there (measured:
+    docs/numerics.md, section 'The fixed-point solver').
     """
     R = np.sqrt(2 * np.broadcast_to(np.asarray(V, float), pr.value.shape) * pr.value)
     idx = np.flatnonzero(R > WIDE_DISC)

@@ -6,13 +6,13 @@ approximating :math:`\mathbb{E}_{\xi,\eta\sim N(0,I_2)\otimes N(0,I_2)}[g]`.
 * :class:`SobolRule` -- randomised quasi-Monte Carlo: ``2**log2n`` scrambled Sobol points
   (Owen scrambling, ``scipy.stats.qmc.Sobol``) mapped through the normal quantile. The
   default rule of symattn: the hat integrands jump across the surfaces where the global
-  minimiser of the prox switches.  Measured at the semantic fixed point near ``alpha_c``
-  (``studies/quadrature_convergence.py``, 256 to 65536 nodes): RQMC errors fall like
-  ``n^-0.8`` for ``V_hat`` and ``n^-0.9`` for ``E[M]``, tensor Gauss-Hermite like ``n^-0.6``
-  and ``n^-0.5``, erratically.  Independent scrambles (different ``seed``) give independent,
-  unbiased estimates, whose spread is the integration error bar.  A rule can be *folded* onto
-  the fundamental domain of a symmetry of the integrands (:data:`FOLDS`): the same number of
-  points then covers a half or a quarter of the space.
+  minimiser of the prox switches.  At the semantic fixed point near ``alpha_c``
+  (``studies/quadrature_convergence.py``) RQMC errors fall faster with the number of nodes
+  than tensor Gauss-Hermite ones, which fall erratically (measured: docs/numerics.md, section
+  'Integration: measured convergence').  Independent scrambles (different ``seed``) give
+  independent, unbiased estimates, whose spread is the integration error bar.  A rule can be
+  *folded* onto the fundamental domain of a symmetry of the integrands (:data:`FOLDS`): the
+  same number of points then covers a half or a quarter of the space.
 * :class:`GaussHermiteRule` -- tensor Gauss-Hermite, kept for cross-checks and for the
   smooth expectations (``eps_g``, ``eps_lin``).
 """

@@ -177,8 +177,8 @@ _EPS_LADDER = (1e-4, 1e-2)
 
 
 #: the last resort: from _FINE_START by _FINE_FACTOR (a root on a ramp narrower than a factor
-#: 100 can reach is followed stage by stage; measured on scramble 112 of 2^14, which failed all
-#: the ladders above, see docs/numerics.md "The fixed-point solver")
+#: 100 can reach is followed stage by stage, where every ladder above can fail; measured:
+#: docs/numerics.md, section 'The fixed-point solver')
 _FINE_START, _FINE_FACTOR = 1e-4, 3.0
 
 

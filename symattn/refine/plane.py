@@ -5,7 +5,8 @@ located rather than sampled.  It is run by ``studies/plane_route.py`` as a third
 for ``alpha_c`` (at a large scramble's fixed points, as
 :func:`~symattn.refine.precise.alpha_c_with`) and, with the fixed point re-solved on it
 (:func:`plane_alpha_l`), for ``alpha_l``; it is not part of ``--precision high`` (it takes
-tens of minutes on 2 cores).  The 4-D average is nested as
+too long; measured: docs/numerics.md, section 'Plane preintegration: every switch located
+(``studies/plane_route.py``)').  The 4-D average is nested as
 
 .. math::
 
@@ -14,7 +15,10 @@ tens of minutes on 2 cores).  The 4-D average is nested as
     \qquad u = \frac{\eta_1 - \eta_2}{\sqrt 2},\; v = \frac{\eta_1 + \eta_2}{\sqrt 2}.
 
 1. **Lines in** ``xi_1``: :class:`~symattn.refine.preintegration.PreintegratedChannel`
-   (switching points located, smooth pieces by Gauss-Legendre), exact to about 1e-13.
+   (switching points located, smooth pieces by Gauss-Legendre), exact to the tolerance
+   of ``tests/test_preintegration.py`` (measured: docs/numerics.md, sections 'The second
+   route: line preintegration' and 'Plane preintegration: every switch located
+   (``studies/plane_route.py``)').
 2. **The** ``xi_2`` **integral.**  The line integral is smooth in ``xi_2`` except where a line
    starts or stops crossing the switching curve: at the curve's ends (cusps) and where a line
    touches it.  There the number of switches on the line changes; it is counted on ``grid + 1``
@@ -24,9 +28,10 @@ tens of minutes on 2 cores).  The 4-D average is nested as
    ``xi_2 = a + (b - a) s^2`` so that the half-integer powers of ``xi_2 - a`` there become
    smooth in ``s``.
 3. **The** ``eta`` **integral.**  ``F`` is smooth except along curves where a piece of the
-   switching curve is born (measured at the paper's positional fixed point: a
-   :math:`(u - u_c)^{3/2}`-like singularity at :math:`u_c \approx 1.65`, ``v = 0``, which makes a
-   Gauss-Hermite rule in ``eta`` converge erratically at about 2e-8 in ``E[M]``).  So ``u`` is
+   switching curve is born (at the paper's positional fixed point a
+   :math:`(u - u_c)^{3/2}`-like singularity, which makes a Gauss-Hermite rule in ``eta``
+   converge erratically; measured: docs/numerics.md, section 'Plane preintegration: every
+   switch located (``studies/plane_route.py``)', "Why the adaptive rule in ``u``").  So ``u`` is
    integrated by adaptive Gauss-Kronrod (7-15) on ``[-u_span, u_span]``, each interval bisected
    until its Kronrod-Gauss difference in ``E[M]`` (or in any linear combination of the
    averages, ``goal``) is within its share of ``u_tol``, and ``v`` by Gauss-Hermite of order

@@ -16,14 +16,15 @@ r"""High-precision thresholds: the fast route's answer refined on large scramble
    quasi-Newton iterations :math:`x \leftarrow x - J^{-1}(T(x) - x)` from the fast rule's fixed
    point, :math:`J` starting as the fast rule's Jacobian with the selection smoothed over
    ``jac_eps`` (that width captures, on average, the switching surfaces' contribution to the
-   derivative, which a hard-selection Jacobian misses; measured contraction about 0.1 per step
-   on the positional branch against 0.4 with ``eps = 1e-10``) and updated by Broyden's rule.
+   derivative, which a hard-selection Jacobian misses: the positional branch contracts faster
+   per step than with ``eps = 1e-10``) and updated by Broyden's rule.
    Each step is one evaluation of the large rule, done in chunks of ``2**chunk_log2`` nodes
-   (cache-sized: 3x faster than one pass).  After a branch's first evaluation every node's
+   (cache-sized: faster than one pass).  After a branch's first evaluation every node's
    prox starts from its own minima of the previous evaluation (:class:`ChunkedChannel`,
-   ``warm_starts``): about 4 times faster than the multi-start.  The states that
+   ``warm_starts``): faster than the multi-start.  The states that
    give results are recomputed with the multi-start, and the difference enters the
-   fixed-point term.
+   fixed-point term.  (Contraction and speed-ups measured: docs/numerics.md, section 'The
+   method, per large scramble'.)
 4. **Each branch's rule is folded** onto the fundamental domain of its symmetries
    (:func:`branch_fold`, :data:`~symattn.numerics.quadrature.FOLDS`; ``fold``): with the
    paper's ``A``, a quarter of the space, so the same points are four times denser.
@@ -41,10 +42,11 @@ line preintegration on a Gauss-Hermite outer rule (:mod:`~symattn.refine.preinte
 at one large scramble's fixed points (they enter at second order), and
 :func:`refine_thresholds` records whether the two routes agree within their error bars.
 With ``confirm_alpha_l`` (off by default), :func:`confirm_alpha_l` does the same for
-``alpha_l``, re-solving the fixed point with the preintegrated atoms (a check to about 1e-4:
-the atoms converge slowly).  ``studies/plane_route.py`` computes ``alpha_c`` by a third
-route, plane preintegration (:mod:`~symattn.refine.plane`, every discontinuity located),
-at the same fixed points with :func:`alpha_c_with`; it takes too long for this command.
+``alpha_l``, re-solving the fixed point with the preintegrated atoms (a much weaker check:
+the atoms converge slowly; measured: docs/numerics.md, section 'The second route for
+``alpha_l`` (``--second-route-alpha-l``)').  ``studies/plane_route.py`` computes ``alpha_c``
+by a third route, plane preintegration (:mod:`~symattn.refine.plane`, every discontinuity
+located), at the same fixed points with :func:`alpha_c_with`; it takes too long for this command.
 
 **Error budget** (every term is reported; the error bar is their sum):
 
@@ -59,7 +61,8 @@ at the same fixed points with :func:`alpha_c_with`; it takes too long for this c
   states are recomputed with the multi-start prox (warm-start check);
 * ``floating_point``: the rounding of the node sums, :math:`u\,\log_2 n` times the summed
   magnitudes, divided by the slope (``studies/double_precision.py`` measures the whole
-  double-precision effect on the default route at about 6e-15).
+  double-precision effect on the default route; measured: docs/numerics.md, sections 'What
+  double precision contributes' and 'Error budget').
 """
 
 from __future__ import annotations
@@ -123,8 +126,9 @@ class HighPrecisionSettings:
     #: term); () to skip it
     confirm_orders: tuple = (16, 20, 24)
     confirm_cells: tuple = (56, 112)
-    #: also confirm alpha_l by line preintegration (a fixed-point solve per outer order: about
-    #: 2 more minutes on 2 cores at the defaults; off by default)
+    #: also confirm alpha_l by line preintegration (a fixed-point solve per outer order, which
+    #: lengthens the run; measured: docs/numerics.md, section
+    #: 'The second route for ``alpha_l`` (``--second-route-alpha-l``)'; off by default)
     confirm_alpha_l: bool = False
     gtol: float = 1e-13       #: prox gradient tolerance
     warm_starts: bool = True  #: start the prox from each node's last minima (ChunkedChannel)
@@ -154,10 +158,10 @@ class ChunkedChannel:
 
     With ``warm`` it keeps every node's local minima (best and runner-up) and, when the next
     ``x`` is within ``WARM_RADIUS`` (relative, per component) of the last, starts Newton
-    from them instead of the default starts: 3-4 Newton steps instead of about 6, and one
-    start instead of three at the nodes with a single minimum (a pass over 2^20 nodes: 0.65 s
-    instead of 2.7 s, ``benchmarks/bench_warm_start.py``).  Followed minima stay the global
-    ones for small moves (a minimum born at a fold starts no lower than the one its saddle
+    from them instead of the default starts: fewer Newton steps, and one start instead of
+    three at the nodes with a single minimum (``benchmarks/bench_warm_start.py``; measured:
+    docs/numerics.md, section 'The method, per large scramble').  Followed minima stay the
+    global ones for small moves (a minimum born at a fold starts no lower than the one its saddle
     connects it to); whether that held is checked on the states that give results, against
     an evaluation with ``warm`` off (``*_warm_check`` in each large scramble's record).
     Memory: 32 bytes per node.
@@ -597,9 +601,9 @@ def confirm_alpha_c(params: ModelParams, rule: dict, hp: HighPrecisionSettings,
     (max - min) over them, plus the change from the finer line cells at the last order
     (switching points missed by the coarser detection grid).  Mean and spread, not the last
     order and the last change: the outer integrand is not smooth where switching points
-    appear, and the convergence in the order is erratic (about 1e-8 in ``E[M]`` at orders
-    20-28, ``studies/preintegration_accuracy.py``), so the last order is not reliably the
-    best and one difference can understate the error.
+    appear, and the convergence in the order is erratic (``studies/preintegration_accuracy.py``;
+    measured: docs/numerics.md, section 'The second route: line preintegration'), so the last
+    order is not reliably the best and one difference can understate the error.
     """
     t0 = time.perf_counter()
     at = rule["at_alpha_c"]
@@ -656,8 +660,8 @@ def confirm_alpha_l(params: ModelParams, rule: dict, setup: dict, eps_lin: float
     first order, plus the slope's relative error (the change between the scramble's last two
     slope estimates) times the largest step in alpha.  The atoms jump where the minimiser
     switches, so this converges more slowly than the route for ``alpha_c`` and is more
-    sensitive to the switch detection (measured: ``docs/numerics.md``, "The second route for
-    alpha_l").
+    sensitive to the switch detection (measured: docs/numerics.md, section
+    'The second route for ``alpha_l`` (``--second-route-alpha-l``)').
     """
     t0 = time.perf_counter()
     branch = setup["alpha_l_branch"]

@@ -15,8 +15,11 @@ Moreau objective switches (the atoms jump there and ``M`` has a kink).  Along ea
    both branches end inside the cell: each continuation falls into the other branch and lands
    on the far edge's minimiser.  Measured at the semantic fixed point at ``alpha_l``: such
    short overlaps lie along much of a switching curve near its birth, and the missed jumps of
-   the atoms left ``F(eta)`` (:mod:`~symattn.refine.plane`) noisy at 3e-5 in ``E[eta_1 f_1]``
-   (1e-6 with 4 steps), while ``M``, which only has a kink there, was hardly affected;
+   the atoms left ``F(eta)`` (:mod:`~symattn.refine.plane`) noisy in ``E[eta_1 f_1]`` (much
+   less so with 4 steps), while ``M``, which only has a kink there, was hardly affected
+   (measured: docs/numerics.md, sections 'Plane preintegration for ``alpha_l``
+   (``plane_route.py --alpha-l``)' and 'Plane preintegration: every switch located
+   (``studies/plane_route.py``)');
 3. the switching point is located by bisection on ``G_A - G_B``, each branch followed by Newton
    from its last position over ever shorter steps (a branch that jumps away has ended at a
    fold, and the other branch wins), to ``span / 2**bisections``;
@@ -35,10 +38,10 @@ The outer rule is a 3-D scrambled Sobol rule (:class:`LineRule`) or any explicit
 (``outer=(points, weights)``, e.g. :func:`gauss_hermite_outer`).  Measured
 (``studies/preintegration_accuracy.py``): the line integrals are smooth in the outer variables
 except where switching points appear or vanish, so a Gauss-Hermite outer rule converges
-algebraically, to about 1e-8 in ``E[M]`` at order 20-28, steadily on the semantic branch and
-erratically on the positional one; a Sobol outer rule converges like about ``n^-1.15``.  At
-equal cost neither beats raw randomised QMC on ``E[M]``; the value of the route is that it is
-an independent computation.
+algebraically, steadily on the semantic branch and erratically on the positional one; a Sobol
+outer rule converges algebraically too.  At equal cost neither beats raw randomised QMC on
+``E[M]``; the value of the route is that it is an independent computation (measured:
+docs/numerics.md, section 'The second route: line preintegration').
 
 A :class:`PreintegratedChannel` returns the same averages as
 :class:`~symattn.numerics.channel.OutputChannel` (as a

@@ -2,8 +2,9 @@
 
 Why: numpy and scipy wheels each bundle their own OpenBLAS, each with its own thread pool
 whose idle workers busy-wait after every call.  The L-BFGS-B driver (scipy's BLAS, tiny
-matrices) alternating with the risk evaluation makes the two pools fight for the cores; on a
-2-core machine this made a ``d = 1000`` solve 3-20x slower than with one thread.  The risk
+matrices) alternating with the risk evaluation makes the two pools fight for the cores, which
+made a solve much slower than with one thread (measured: docs/numerics.md, section 'Theory
+against finite-size training').  The risk
 kernel itself uses ``numpy.einsum`` (no BLAS, as fast as threaded ``gemv`` for these
 memory-bound products), so a single BLAS thread costs nothing.
 

@@ -11,6 +11,7 @@ instances and reports means and standard errors (the ``simulate`` command); the 
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -21,7 +22,7 @@ from .data import make_dataset
 from .train import train_starts
 
 __all__ = ["QUANTITIES", "PAIRED_STARTS", "SIM_COLUMNS", "SIM_TYPES", "data_seed", "alpha_key",
-           "simulation_task", "simulate_seeds"]
+           "simulation_task", "simulate_seeds", "SimulationSummary"]
 
 #: Quantities compared with the theory, in the order of the tables and figure panels.
 QUANTITIES = ("m", "theta", "q", "eps_t", "eps_g")
@@ -111,8 +112,8 @@ def simulate_seeds(params: ModelParams, d: int, alpha: float, start: str, seeds:
         out["n_converged"] = sum(bool(r[name]["converged"]) for r in rows)
         return out
 
-    data = {"d": int(d), "alpha": float(alpha), "start": start, "seeds": int(seeds),
-            "n_test": int(n_test)}
+    data = SimulationSummary(d=int(d), alpha=float(alpha), start=start, seeds=int(seeds),
+                             n_test=int(n_test))
     data.update(stats(start))
     if start in PAIRED_STARTS:
         other = PAIRED_STARTS[1 - PAIRED_STARTS.index(start)]
@@ -127,3 +128,48 @@ def simulate_seeds(params: ModelParams, d: int, alpha: float, start: str, seeds:
     return data
 
 
+
+
+class SimulationSummary(dict):
+    """What :func:`simulate_seeds` returns: a dict (the JSON of ``symattn simulate --json``, with
+    ``nan`` for undefined errors) that prints as a table in a notebook.
+
+    Keys: ``d, alpha, start, seeds, n_test``; for each quantity ``k`` of :data:`QUANTITIES` and
+    ``eps_lin, teacher_norm, iterations, wall_time``: ``k`` and ``k_err`` (mean and standard
+    error over seeds); ``converged``, ``n_converged``; for a paired start also ``delta_eps_t``,
+    ``delta_eps_t_err``, ``semantic_lower`` and ``paired`` (the other start's statistics);
+    ``instances`` (one row per seed and start), ``params``, ``wall_time``.
+    """
+
+    def to_dict(self) -> dict:
+        """A plain dict, ``nan`` as ``None`` (the command line's JSON)."""
+        return _json_safe(dict(self))
+
+    def __repr__(self) -> str:
+        n = self["seeds"]
+        cols = [self["start"]] + list(self.get("paired", {}))
+        stats = [self] + list(self.get("paired", {}).values())
+        lines = [f"SimulationSummary({self['start']} start, d = {self['d']}, alpha = "
+                 f"{self['alpha']:g}; mean ± standard error over {n} seed(s))",
+                 f"  {'':13s}" + "".join(f"{c + ' start':>26s}" for c in cols)]
+        for k in QUANTITIES + ("eps_lin", "teacher_norm", "iterations", "wall_time"):
+            lines.append(f"  {k:13s}" + "".join(f"{st[k]:>14.7g} ± {st[k + '_err']:8.1e}"
+                                                for st in stats))
+        lines.append(f"  {'converged':13s}" + "".join(
+            f"{str(st['n_converged']) + '/' + str(n):>26s}" for st in stats))
+        if "delta_eps_t" in self:
+            lines.append(f"  paired eps_t(semantic) - eps_t(positional) = "
+                         f"{self['delta_eps_t']:.4e} ± {self['delta_eps_t_err']:.1e} "
+                         f"(semantic lower in {self['semantic_lower']}/{n} seeds)")
+        return "\n".join(lines)
+
+
+def _json_safe(x):
+    """NaN (e.g. a standard error from one seed) as JSON null."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x

@@ -1,0 +1,211 @@
+"""The Python API: one function per command of the command line, with plain keyword arguments.
+
+>>> import symattn
+>>> th = symattn.thresholds(omega=0.3)              # doctest: +SKIP
+>>> th.alpha_c, th.alpha_c_err                      # doctest: +SKIP
+
+Each function takes the model's parameters (``omega, sigma, lam, A``; the paper's defaults) and
+the numerical settings under the command line's names (``log2n, rules, tol``), and returns a
+result object that prints readably and whose ``to_dict()`` is the command line's JSON:
+
+========================  ==========================================  ======================
+function                  returns                                     command
+========================  ==========================================  ======================
+:func:`thresholds`        :class:`~symattn.numerics.thresholds.Thresholds`  ``symattn thresholds``
+                          (``precision="high"``: :class:`~symattn.refine.precise.PreciseThresholds`)
+:func:`fixed_point`       :class:`~symattn.numerics.estimates.FixedPointEstimate`  ``symattn fixed-point``
+:func:`simulate`          :class:`~symattn.simulation.instances.SimulationSummary`  ``symattn simulate``
+:func:`phase_diagram`     :class:`PhaseDiagram`                       ``symattn phase-diagram``
+:func:`validate`          :class:`Validation`                         ``symattn validate``
+:func:`latex`             ``str``                                     ``symattn latex``
+========================  ==========================================  ======================
+
+Bad input raises :class:`~symattn.model.ParameterError` naming the parameter; a branch or
+threshold that does not exist raises :class:`~symattn.numerics.branches.BranchNotFound` or
+:class:`~symattn.numerics.thresholds.ThresholdNotFound` with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .model.params import PAPER_A, ModelParams, ParameterError, check_alpha
+from .results import format_estimate
+
+__all__ = ["thresholds", "fixed_point", "simulate", "phase_diagram", "validate", "latex",
+           "model_params", "PhaseDiagram", "Validation"]
+
+
+def model_params(*, omega: float = 0.3, sigma: float = 0.5, lam: float = 0.01, A=PAPER_A) -> ModelParams:
+    """The validated :class:`~symattn.model.ModelParams` (model page §2; the paper's defaults)."""
+    return ModelParams(sigma=sigma, lam=lam, omega=omega, A=A)
+
+
+def _settings(log2n, rules, tol, **more):
+    from .numerics.settings import NumericalSettings
+    return NumericalSettings(log2n=log2n, rules=rules, tol=tol, **more)
+
+
+def thresholds(*, omega: float = 0.3, sigma: float = 0.5, lam: float = 0.01, A=PAPER_A,
+               log2n: int = 14, rules: int = 8, tol: float = 1e-10, precision: str = "fast",
+               high_log2n: int | None = None, high_rules: int | None = None,
+               executor=None, progress=None, note=None, checkpoint=None):
+    """``alpha_c`` and ``alpha_l`` with error bars (``symattn thresholds``).
+
+    ``precision="fast"``: ``rules`` scrambles of ``2**log2n`` points (the main job);
+    ``"high"``: then refined on ``high_rules`` large scrambles of ``2**high_log2n`` points
+    (:func:`symattn.refine.precise.refine_thresholds`, about ten minutes on 2 cores at the
+    defaults).  ``progress(k, n, rule)`` is called as each scramble finishes; ``executor``
+    runs the scrambles (default: one process per core).
+    """
+    from .numerics.thresholds import compute_thresholds
+    if precision not in ("fast", "high"):
+        raise ParameterError("precision", f"must be 'fast' or 'high', got {precision!r}")
+    if precision == "fast" and (high_log2n is not None or high_rules is not None):
+        raise ParameterError("precision", "high_log2n and high_rules need precision='high'")
+    params = model_params(omega=omega, sigma=sigma, lam=lam, A=A)
+    th = compute_thresholds(params, _settings(log2n, rules, tol), executor=executor,
+                            progress=progress)
+    if precision == "fast":
+        return th
+    from .numerics.thresholds import ThresholdNotFound
+    from .refine.precise import HighPrecisionSettings, refine_thresholds
+    if th.alpha_c_note:
+        raise ThresholdNotFound(f"precision='high' refines alpha_c and alpha_l together; "
+                                f"{th.alpha_c_note}")
+    defaults = HighPrecisionSettings()
+    hp = HighPrecisionSettings(log2n=high_log2n or defaults.log2n,
+                               rules=high_rules or defaults.rules)
+    return refine_thresholds(params, th, hp, executor=executor, progress=progress, note=note,
+                             checkpoint=checkpoint)
+
+
+def fixed_point(*, branch: str, alpha: float, omega: float = 0.3, sigma: float = 0.5,
+                lam: float = 0.01, A=PAPER_A, log2n: int = 14, rules: int = 8,
+                tol: float = 1e-10):
+    """One branch's fixed point at one ``alpha``: mean and error over ``rules`` scrambles
+    (``symattn fixed-point``).  ``branch`` is ``"positional"``, ``"semantic"`` or ``"trivial"``."""
+    from .numerics.branches import BRANCHES
+    from .numerics.estimates import fixed_point_estimate
+    if branch not in BRANCHES:
+        raise ParameterError("branch", f"must be one of {sorted(BRANCHES)}, got {branch!r}")
+    params = model_params(omega=omega, sigma=sigma, lam=lam, A=A)
+    return fixed_point_estimate(params, branch, check_alpha(alpha),
+                                _settings(log2n, rules, tol))
+
+
+def simulate(*, d: int, alpha: float, start: str, seeds: int = 1, n_test: int = 2000,
+             omega: float = 0.3, sigma: float = 0.5, lam: float = 0.01, A=PAPER_A,
+             progress=None):
+    """Finite-size training from a warm start on ``seeds`` independent instances
+    (``symattn simulate``; model page §6).  ``start`` is ``"semantic"``, ``"positional"`` or
+    ``"random"``; the first two are paired with the other on the same data.
+    ``progress(k, n, seconds)`` is called after each seed."""
+    from .simulation.instances import simulate_seeds
+    from .simulation.memory import check_memory
+    from .simulation.train import STARTS
+    for name, v, lo in (("d", d, 2), ("seeds", seeds, 1), ("n_test", n_test, 1)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise ParameterError(name, f"must be an integer >= {lo}, got {v!r}")
+    if start not in STARTS:
+        raise ParameterError("start", f"must be one of {list(STARTS)}, got {start!r}")
+    alpha = check_alpha(alpha)
+    params = model_params(omega=omega, sigma=sigma, lam=lam, A=A)
+    check_memory(d, alpha, copies=1, name="d")
+    return simulate_seeds(params, d, alpha, start, seeds, n_test=n_test, progress=progress)
+
+
+@dataclass
+class PhaseDiagram:
+    """The points of a phase diagram saved in ``out`` (one dict per ``omega``, the keys of
+    ``DIR/points/*.json``; :data:`~symattn.experiments.phase_diagram.CSV_COLUMNS` is the
+    summary)."""
+
+    out: Path
+    points: list = field(repr=False)
+
+    def to_dict(self) -> dict:
+        return {"out": str(self.out), "points": self.points}
+
+    def __repr__(self) -> str:
+        lines = [f"PhaseDiagram({len(self.points)} values of omega in {self.out})",
+                 f"  {'omega':>7s}  {'alpha_c':>22s}  {'alpha_l':>22s}  status"]
+        for p in self.points:
+            cells = [format_estimate(p.get(k), p.get(k + "_err")) if p.get(k) is not None
+                     else "-" for k in ("alpha_c", "alpha_l")]
+            lines.append(f"  {p['omega']:7.4f}  {cells[0]:>22s}  {cells[1]:>22s}  "
+                         f"{p.get('status', '')}")
+        return "\n".join(lines)
+
+
+def phase_diagram(*, out, omegas="0:0.45:0.025", sigma: float = 0.5, lam: float = 0.01,
+                  A=PAPER_A, log2n: int = 12, rules: int = 4, alpha_max: float = 4.0,
+                  executor=None, progress=None) -> PhaseDiagram:
+    """``alpha_c``, ``alpha_l``, the branch ends and curves for each ``omega``, saved in
+    ``out`` as each finishes (``symattn phase-diagram``; rerun to resume).  ``omegas`` is
+    ``"start:stop:step"`` (stop included), a comma list, or a sequence of numbers."""
+    from .experiments.phase_diagram import PhaseDiagramSettings, omega_grid, run_phase_diagram
+    grid = (omega_grid(omegas) if isinstance(omegas, str)
+            else omega_grid(",".join(repr(float(w)) for w in omegas)))
+    if not alpha_max > 1:
+        raise ParameterError("alpha_max", f"must be > 1, got {alpha_max!r}")
+    params = model_params(sigma=sigma, lam=lam, A=A)
+    settings = PhaseDiagramSettings(log2n=log2n, rules=rules, alpha_max=alpha_max)
+    points = run_phase_diagram(params, grid, out, settings, executor=executor, progress=progress)
+    return PhaseDiagram(Path(out), points)
+
+
+@dataclass
+class Validation:
+    """A validation run's statistics (:func:`symattn.experiments.validation.summarise`'s
+    dict) and where its files are."""
+
+    out: Path
+    result: dict = field(repr=False)
+
+    @property
+    def failed(self) -> list:
+        return self.result.get("failed", [])
+
+    def __repr__(self) -> str:
+        th = self.result.get("theory_thresholds", {})
+        lines = [f"Validation(results in {self.out}; {len(self.failed)} failed task(s))"]
+        for t in self.result.get("thresholds", []):
+            cells = [format_estimate(t[k], t[k + "_err"]) if t[k] is not None else t[k + "_note"]
+                     for k in ("alpha_c", "alpha_l")]
+            lines.append(f"  d = {t['d']:6d}: alpha_c = {cells[0]}, alpha_l = {cells[1]}")
+        if "alpha_c" in th:
+            lines.append(f"  theory:    alpha_c = {format_estimate(th['alpha_c'], th['alpha_c_err'])}"
+                         f", alpha_l = {format_estimate(th['alpha_l'], th['alpha_l_err'])}")
+        return "\n".join(lines)
+
+
+def validate(*, out, alphas=(1.0, 1.25, 1.5, 1.75, 2.0), ds=(250, 500, 1000, 2000, 4000),
+             seeds: int = 8, same_seeds: bool = False, n_test: int = 10000,
+             positional_scale: float = 1.0, workers: int = 2, omega: float = 0.3,
+             sigma: float = 0.5, lam: float = 0.01, A=PAPER_A, log2n: int = 13, rules: int = 4,
+             tol: float = 1e-10, figures: bool = True) -> Validation:
+    """Theory against finite-size training over an ``alphas x ds`` grid (``symattn validate``),
+    saved in ``out`` (rerun to resume); the report and (``figures``) the figures are written
+    there too."""
+    from .experiments.validation import ValidationGrid, run_validation
+    from .outputs.report import write_validation_report
+    params = model_params(omega=omega, sigma=sigma, lam=lam, A=A)
+    grid = ValidationGrid(alphas=tuple(check_alpha(a) for a in alphas), ds=tuple(ds), seeds=seeds,
+                          n_test=n_test, scale_seeds=not same_seeds,
+                          positional_scale=positional_scale)
+
+    def report(o, res, g, theory):
+        return write_validation_report(o, res, g, theory, make_plots=figures)
+    res = run_validation(params, grid, _settings(log2n, rules, tol), Path(out), workers=workers,
+                         report=report)
+    return Validation(Path(out), res)
+
+
+def latex(*, standalone: bool = False) -> str:
+    """The model's equations as LaTeX, printed from the SymPy objects the solvers are compiled
+    from (``symattn latex``): a fragment to ``\\input`` (needs amsmath, amssymb) or, with
+    ``standalone``, a complete document."""
+    from .outputs.latex import document
+    return document(standalone=standalone)
