@@ -8,17 +8,13 @@ Each function takes the model's parameters (``omega, sigma, lam, A``; the paper'
 the numerical settings under the command line's names (``log2n, rules, tol``), and returns a
 result object that prints readably and whose ``to_dict()`` is the command line's JSON:
 
-========================  ==========================================  ======================
-function                  returns                                     command
-========================  ==========================================  ======================
-:func:`thresholds`        :class:`~symattn.numerics.thresholds.Thresholds`  ``symattn thresholds``
-                          (``precision="high"``: :class:`~symattn.refine.precise.PreciseThresholds`)
-:func:`fixed_point`       :class:`~symattn.numerics.estimates.FixedPointEstimate`  ``symattn fixed-point``
-:func:`simulate`          :class:`~symattn.simulation.instances.SimulationSummary`  ``symattn simulate``
-:func:`phase_diagram`     :class:`PhaseDiagram`                       ``symattn phase-diagram``
-:func:`validate`          :class:`Validation`                         ``symattn validate``
-:func:`latex`             ``str``                                     ``symattn latex``
-========================  ==========================================  ======================
+- :func:`thresholds` (``symattn thresholds``): a :class:`~symattn.numerics.thresholds.Thresholds`,
+  or with ``precision="high"`` a :class:`~symattn.refine.precise.PreciseThresholds`;
+- :func:`fixed_point` (``symattn fixed-point``): a :class:`~symattn.numerics.estimates.FixedPointEstimate`;
+- :func:`simulate` (``symattn simulate``): a :class:`~symattn.simulation.instances.SimulationSummary`;
+- :func:`phase_diagram` (``symattn phase-diagram``): a :class:`PhaseDiagram`;
+- :func:`validate` (``symattn validate``): a :class:`Validation`;
+- :func:`latex` (``symattn latex``): the LaTeX text.
 
 Bad input raises :class:`~symattn.model.ParameterError` naming the parameter; a branch or
 threshold that does not exist raises :class:`~symattn.numerics.branches.BranchNotFound` or
