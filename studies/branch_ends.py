@@ -1,5 +1,11 @@
 """Where the branches leave the trivial fixed point, and the semantic branch near its end.
 
+Question: at which alpha do the semantic and positional branches leave the trivial fixed point
+(theta = m = 0), and does the semantic branch meet that point from above (supercritical) or
+fold below it (subcritical)?
+
+How:
+
 1. The ``theta`` and ``m`` eigenvalues of the trivial point (likelihood ratios, exact surface
    terms; :mod:`symattn.numerics.bifurcation`) cross one at ``alpha_b``: per rule by Brent's
    method, then the mean and standard error over independent scrambles.
@@ -12,9 +18,25 @@
    ``theta``.  ``Lambda - 1 > 0`` (a semantic solution below ``alpha_b``) means the bifurcation
    is subcritical, so the branch folds below ``alpha_b``; ``< 0`` supercritical.
 
+Found (docs/numerics.md, 'Branches, their ends, and the phase diagram'; 2-core machine,
+2026-11-30, commits c241082 and 92bfae9), at omega = 0.3: the theta eigenvalue crosses one at
+alpha_b = 0.7201 +- 0.0017 (6 rules of 2^14), the m eigenvalue at
+alpha_b(m) = 0.05732 +- 0.00004 (4 rules of 2^14).  ``--criticality`` over 6 rules of 2^14:
+Lambda - 1 = -0.0150 +- 0.0024, -0.0025 +- 0.0027 and +0.005 +- 0.007 at theta = 0.03, 0.02
+and 0.01 (cosines ~0.26, ~0.17, ~0.09): "The branch meets it from above (supercritical)."  At
+omega = 0, 0.15 and 0.45 (4 rules of 2^13) "every value is at or below zero within one to two
+standard errors"; a weak subcriticality at cosines below 0.1 "could still put the fold up to
+about 0.03 below alpha_b (two standard errors)".  ``--scan``: not recorded in docs/numerics.md.
+
+Rerun (the docs name ``python studies/branch_ends.py`` and ``--criticality``; these settings
+give the rule counts they state)::
+
     python studies/branch_ends.py --log2n 14 --rules 4
-    python studies/branch_ends.py --log2n 12 --rules 2 --scan --out /tmp/scan.json
     python studies/branch_ends.py --log2n 14 --rules 6 --criticality
+    python studies/branch_ends.py --omega 0.15 --log2n 13 --rules 4 --criticality
+    python studies/branch_ends.py --log2n 12 --rules 2 --scan --out studies/results/branch_ends.json
+
+(the third also with ``--omega 0`` and ``--omega 0.45``).
 """
 
 from __future__ import annotations
@@ -22,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 from scipy.optimize import brentq
@@ -37,6 +60,12 @@ from symattn.stats import mean_se
 #: fixed theta (cosine theta / sqrt(q rho) ~ 0.09, 0.17, 0.26 at alpha_b) for --criticality
 CRIT_THETAS = (0.01, 0.02, 0.03)
 THETAS = (0.06, 0.045, 0.035, 0.028, 0.022, 0.017, 0.013, 0.01, 0.007, 0.005, 0.003)
+
+
+def _alpha_b(P: ModelParams, ch: OutputChannel, direction: str, grid) -> float | None:
+    """``alpha_b`` of one rule, or None where the eigenvalue does not cross one on ``grid``."""
+    end = trivial_bifurcation(P, ch, direction, grid)
+    return end.alpha if end.status.converged else None
 
 
 def flip_symmetrised(nodes: NodeSet) -> NodeSet:
@@ -61,7 +90,7 @@ class SemanticRatio:
             fp = solve_fixed_point(T, np.array([x0[0], 0.0, theta, x0[3]]), (0, 3), tol=self.tol)
             if fp.converged:
                 self.warm = fp.x
-                return (T(fp.x).Tx[2] - theta) / theta
+                return (T(fp.x).Fx[2] - theta) / theta
         return np.nan
 
 
@@ -97,6 +126,8 @@ def main():
                     help="Lambda - 1 at alpha_b for a few fixed theta (sign: sub/supercritical)")
     ap.add_argument("--out", default=None, help="write the results as JSON here")
     args = ap.parse_args()
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     P = ModelParams(omega=args.omega)
     out = {"omega": args.omega, "log2n": args.log2n, "rules": args.rules, "theta": [], "m": [], "scan": [],
            "criticality": []}
@@ -104,14 +135,14 @@ def main():
     for seed in range(args.rules):
         ch = OutputChannel(P, SobolRule(args.log2n, seed=seed).nodes(4))
         for direction, grid in (("theta", THETA_GRID), ("m", M_GRID)):
-            a_b, _ = trivial_bifurcation(P, ch, direction, grid)
+            a_b = _alpha_b(P, ch, direction, grid)
             out[direction].append(a_b)
             print(f"rule {seed}: alpha_b({direction}) = "
                   + ("not bracketed" if a_b is None else f"{a_b:.5f}")
                   + f"  ({time.time() - t0:.0f} s)", flush=True)
         if args.criticality:
             sym = OutputChannel(P, flip_symmetrised(ch.nodes))
-            a_b, _ = trivial_bifurcation(P, sym, "theta", THETA_GRID)
+            a_b = _alpha_b(P, sym, "theta", THETA_GRID)
             ratio = SemanticRatio(P, sym)
             row = {"alpha_b": a_b, "lambda_minus_1": [ratio(a_b, th) for th in CRIT_THETAS]}
             out["criticality"].append(row)

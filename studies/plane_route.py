@@ -1,6 +1,10 @@
 """alpha_c and alpha_l by plane preintegration, against the scrambles of a ``--precision high`` run.
 
-Reads the JSON of ``symattn thresholds --precision high --out F``.
+Question: what are alpha_c and alpha_l when every switch of the global minimiser is located
+(plane preintegration) instead of sampled by scrambled rules, and do the scrambles' values agree
+with them?
+
+How: reads the JSON of ``symattn thresholds --precision high --out F``.
 
 alpha_c (default): recomputes ``E[M]`` at the fixed points of its first large scramble with
 :class:`symattn.refine.plane.PlaneChannel` (every switch located: lines in xi_1, located
@@ -28,9 +32,33 @@ are shared by two processes.
 
 Each result is appended to ``--out`` as it finishes; a rerun skips those already there.
 
-    python studies/plane_route.py --json high.json [--alpha-l] [--v-orders 12,16]
-        [--u-tol 1e-10] [--min-width 1e-3] [--grid 64] [--cells 56] [--follow-steps 4]
-        [--refine grid,cells,follow] [--out plane.json]
+Found (docs/numerics.md, 'Plane preintegration: every switch located (studies/plane_route.py)'
+and 'Plane preintegration for alpha_l (plane_route.py --alpha-l)'; 2-core machine, bars as of
+2026-12-01, commits 4cf59f7 and c665b3a), at the fixed points of scramble 1000 of the default
+run:
+
+* "alpha_c = 1.25153561 +- 1.7e-7" (v orders 12 and 16, run by this script's prototype with the
+  same settings and one follow step; E[M] at order 16: 0.00225950660084 positional,
+  0.00143706324526 semantic).  Order 12 with 4 follow steps gives 1.251535594 against
+  1.251535588.  Against the scrambles, every set agrees within 1.4 combined one-standard-error
+  bars except the default run's (8 x 2^22 folded, 1.2515389 +- 1.1e-6), which lies 3.0 of its
+  own standard errors above (Student's t, 7 degrees of freedom: p about 0.02).  About 50
+  minutes on 2 cores for orders 12 and 16.
+* "alpha_l = 1.4922707 +- 7.6e-7" (1.4922706746, order 12; order 8: 1.4922706432).  Every
+  scramble set agrees within 1.4 combined error bars (one standard error), and within 0.6 at
+  95%.  About 85 minutes on 2 cores in all.
+
+Rerun (``high.json`` from ``symattn thresholds --precision high --out high.json``; the docs'
+commands, with the ``--out`` names that studies/same_point.py reads there)::
+
+    python studies/plane_route.py --json high.json --v-orders 12,16 --out plane.json
+    python studies/plane_route.py --json high.json --v-orders 12 --refine grid,cells --out plane.json
+    python studies/plane_route.py --json high.json --alpha-l --v-orders 12,8 --refine cells --out plane_l.json
+    python studies/plane_route.py --json high.json --alpha-l --v-orders 12,8 --refine follow --out plane_l.json
+    python studies/plane_route.py --json high.json --alpha-l --v-orders 12,8 --refine grid --out plane_l.json
+
+Options: ``[--alpha-l] [--v-orders 12,16] [--u-tol 1e-10] [--min-width 1e-3] [--grid 64]
+[--cells 56] [--follow-steps 4] [--refine grid,cells,follow] [--out plane.json]``.
 """
 
 from __future__ import annotations
@@ -56,6 +84,15 @@ from symattn.numerics.quadrature import SobolRule
 from symattn.numerics.saddle import SaddlePointMap
 
 
+
+def _stats(st, goal: bool) -> dict:
+    """The plane channel's diagnostics of one evaluation, under the keys the saved records
+    use: its counts, ``goal_error_estimate`` and, without a goal, ``E_M_error_estimate``."""
+    out = {**st.diagnostics, "goal_error_estimate": st.error_estimate}
+    if not goal:
+        out["E_M_error_estimate"] = st.error_estimate
+    return out
+
 def _rule(args, v_order, grid, cells, follow):
     return PlaneRule(v_order=v_order, u_tol=args.u_tol, min_width=args.min_width, grid=grid,
                      line=LineRule(cells=cells, follow_steps=follow))
@@ -80,7 +117,7 @@ def _task(args):
     if st.n_failed:
         raise RuntimeError(f"{st.n_failed} prox solves failed")
     return {"branch": branch, **_config(v_order, grid, cells, follow), **_settings(opts),
-            "E_M": st.E_M, **ch.last_stats, "wall_time": time.perf_counter() - t0}
+            "E_M": st.E_M, **_stats(st, goal=False), "wall_time": time.perf_counter() - t0}
 
 
 def _config(v_order, grid, cells, follow):
@@ -163,7 +200,7 @@ def run_alpha_c(args, high, params, configs, results):
 def run_alpha_l(args, high, params, configs, results):
     branch = high["alpha_l_branch"]
     if branch not in ("semantic", "positional"):
-        print(f"bench_plane: alpha_l = alpha_c here ({branch}); nothing separate to compute",
+        print(f"plane_route: alpha_l = alpha_c here ({branch}); nothing separate to compute",
               file=sys.stderr)
         sys.exit(2)
     rule = high["per_rule"][0]
@@ -210,7 +247,7 @@ def run_alpha_l(args, high, params, configs, results):
                        **_settings(args), "means": st.means.tolist(),
                        "shift": float(np.dot(base["goal"],
                                              st.means - np.array(base["means"]))),
-                       **ch.last_stats, "wall_time": time.perf_counter() - t0}
+                       **_stats(st, goal=True), "wall_time": time.perf_counter() - t0}
             results.add(refined)
         rows.append((*cf, base["alpha_l"] + refined["shift"], refined["goal_error_estimate"]))
         print(f"refined (grid {cf[1]}, cells {cf[2]}, follow {cf[3]}): alpha_l moves by "
@@ -261,7 +298,7 @@ def main():
             raise ValueError(f"--refine takes grid, cells, follow: {args.refine!r}")
         results = _Results(args.out)
     except (OSError, KeyError, IndexError, ValueError, TypeError) as exc:
-        print(f"bench_plane: cannot use {args.json} with these settings: {exc}", file=sys.stderr)
+        print(f"plane_route: cannot use {args.json} with these settings: {exc}", file=sys.stderr)
         sys.exit(2)
     configs = [(o, args.grid, args.cells, args.follow_steps) for o in args.orders]
     if refine:

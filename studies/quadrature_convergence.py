@@ -1,6 +1,9 @@
 """Convergence of the output-channel integrals: scrambled Sobol (RQMC) against Gauss-Hermite.
 
-At fixed order parameters (the semantic fixed point near alpha_c, or --x q,m,theta,V) the
+Question: how fast do the 4-D output-channel integrals converge with the number of nodes, for
+scrambled Sobol rules (RQMC) and for tensor Gauss-Hermite rules?
+
+How: at fixed order parameters (the semantic fixed point near alpha_c, or --x q,m,theta,V) the
 hat integrals ``E[f_l xi_l]`` etc. jump where the global prox switches.  For each rule size
 this prints the error of ``V_hat`` (the stiffest direction of the saddle point) and of
 ``E[M]`` (continuous, with kinks):
@@ -12,7 +15,17 @@ this prints the error of ``V_hat`` (the stiffest direction of the saddle point) 
 The reference is the mean of the scrambles at the largest size (``--ref``).  The fitted
 slopes of log(error) against log(nodes) summarise the convergence.
 
-    python studies/quadrature_convergence.py [--ref 18] [--scrambles 8]
+Found (docs/numerics.md, 'Integration: measured convergence'; 2-core machine, 2026-11-30,
+commit 55c39e8), errors against 8 x 2^18 RQMC: "Fitted slopes (error ~ nodes^s): RQMC -0.81
+(V_hat), -0.93 (E[M]); Gauss-Hermite -0.60, -0.52."  At 65536 nodes the errors of V_hat and
+E[M] are 3.0e-05 and 1.7e-07 (RQMC 2^16) against 5.1e-05 and 7.5e-07 (GH 16^4); "The RQMC 2^16
+point is close to the reference's own error, 4.7e-06."
+
+Rerun (the docs' command)::
+
+    python studies/quadrature_convergence.py
+
+Options: ``[--ref 18] [--scrambles 8] [--x q,m,theta,V]``.
 """
 
 from __future__ import annotations

@@ -1,28 +1,47 @@
 """The scrambles against plane preintegration, at the same order parameters.
 
-``plane_route.py`` computes the averages at one large scramble's fixed points (and, for
-alpha_l, at its own fixed point of the plane map).  This benchmark evaluates the same averages
+Question: evaluated at the very same order parameters, do scrambled Sobol rules and plane
+preintegration give the same alpha_c and alpha_l, so that the default run's offset from the
+plane value is a draw of its scrambles rather than a bias of either integrator?
+
+How: ``plane_route.py`` computes the averages at one large scramble's fixed points (and, for
+alpha_l, at its own fixed point of the plane map).  This study evaluates the same averages
 at the same points on many further scrambled Sobol rules (folded, as ``--precision high``),
 seeds independent of the default run's, and turns each into alpha_c and alpha_l exactly as
 the plane values were: alpha_c by ``precise.alpha_c_with`` (the fixed points enter at second
 order), alpha_l by the plane record's goal weights (``alpha_l + goal . (atoms - atoms_plane)``,
 a chord step to first order).  The fixed points are shared, so what is compared is the two
-integrators alone, without the scatter of each scramble's own fixed point.
-
-The scrambles' value is the mean over scrambles, its bar the standard error and the Student-t
-95% interval (K - 1 degrees of freedom).  One cold pass over the rule per branch and point: at
-2^23 points about 23 s each on one core.
+integrators alone, without the scatter of each scramble's own fixed point.  The scrambles'
+value is the mean over scrambles, its bar the standard error and the Student-t 95% interval
+(K - 1 degrees of freedom).  One cold pass over the rule per branch and point: at 2^23 points
+about 23 s each on one core.
 
 Evaluating at one scramble's fixed points leaves an error of second order in their distance to
 the true ones, common to both integrators.  ``--records R`` measures it: alpha_c at the fixed
 points of the run's scrambles 1..R-1 minus alpha_c at record 0's, paired on the same
 ``--record-scrambles`` scrambles (so their integration errors nearly cancel).
 
-    python studies/same_point.py --json high.json --plane plane.json [plane_l.json]
-        [--log2n 22] [--scrambles 64] [--seed 5000] [--records 8 --record-scrambles 4]
-        [--out same_point.jsonl]
-
 Each pass is appended to ``--out`` (one JSON line) as it finishes; a rerun skips those done.
+
+Found (docs/numerics.md, 'The two integrators at the same points (studies/same_point.py)';
+2-core machine, 2026-11-30 and 2026-12-01, commits 3428535 and 2cfcbf3), 96 folded scrambles
+of 2^23 (seeds 5000-5095; 3490 s on 2 cores):
+alpha_c = 1.2515359672 +- 3.1e-7 against the plane's 1.2515356133 (plane - scrambles -3.5e-7,
+1.2 standard errors), alpha_l = 1.4922711864 +- 1.9e-6 against 1.4922706432 (-5.4e-7, 0.3).
+"The integrators agree: alpha_c within 0.7 combined one-standard-error bars (3.1e-7 + 1.7e-7),
+alpha_l within 0.2 (1.9e-6 + 7.6e-7)"; "So the default run's offset is its eight scrambles'
+draw, not a bias of either integrator".  ``--records 8 --record-scrambles 4`` (684 s more): at
+the other seven scrambles' fixed points alpha_c moves by -8.9e-10, -4.4e-9, +3.3e-9, +1.9e-9,
++4e-10, +9e-10 and -3.7e-9 (each +- 1e-10 to 4.4e-9): "So it is below 1e-8".
+
+Rerun (the docs' command, then the same with the docs' ``--records 8 --record-scrambles 4``;
+``high.json``, ``plane.json`` and ``plane_l.json`` as in studies/plane_route.py)::
+
+    python studies/same_point.py --json high.json --plane plane.json plane_l.json --log2n 23 --scrambles 96 --plane-bars 1.7e-7,7.6e-7
+    python studies/same_point.py --json high.json --plane plane.json plane_l.json --log2n 23 --scrambles 96 --plane-bars 1.7e-7,7.6e-7 --records 8 --record-scrambles 4
+
+Options: ``[--log2n 22] [--scrambles 64] [--seed 5000] [--workers 2] [--records 1]
+[--record-scrambles 4] [--plane-bars alpha_c,alpha_l] [--out same_point.jsonl]``.
 """
 
 from __future__ import annotations
@@ -56,9 +75,9 @@ def _pass(args):
 
 
 def _plane_values(paths):
-    """The plane results in bench_plane outputs: alpha_c's E[M] per branch at the highest
-    (v order, grid, cells, follow steps, ...) run for both branches, and the alpha_l record of
-    the highest v order that has its atoms and goal."""
+    """The plane results in the files plane_route.py writes: alpha_c's E[M] per branch at the
+    highest (v order, grid, cells, follow steps, ...) run for both branches, and the alpha_l
+    record of the highest v order that has its atoms and goal."""
     recs = [r for p in paths for r in json.loads(Path(p).read_text())]
     out = {}
     c = [r for r in recs if r.get("kind") == "alpha_c"]
@@ -153,8 +172,8 @@ def main():
     ap.add_argument("--record-scrambles", type=int, default=4,
                     help="scrambles used for --records")
     ap.add_argument("--plane-bars", default=None,
-                    help="the plane results' error bars, alpha_c,alpha_l (as bench_plane "
-                         "states them), for the column in combined bars")
+                    help="the plane results' error bars, alpha_c,alpha_l (as plane_route.py "
+                         "prints them), for the column in combined bars")
     ap.add_argument("--out", default="same_point.jsonl")
     args = ap.parse_args()
     try:
@@ -178,7 +197,7 @@ def main():
         out = Path(args.out)
         done = _load(out)
     except (OSError, KeyError, IndexError, ValueError, TypeError) as exc:
-        print(f"bench_same_point: cannot run with these inputs: {exc}", file=sys.stderr)
+        print(f"same_point: cannot run with these inputs: {exc}", file=sys.stderr)
         sys.exit(2)
 
     points = {}

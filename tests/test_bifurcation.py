@@ -67,8 +67,8 @@ def test_theta_eigenvalue_matches_a_finite_difference_of_the_map():
         d = 0.05 * np.sqrt(x[0] * P.rho)
         xp, xm = x.copy(), x.copy()
         xp[2], xm[2] = d, -d
-        lr.append(st.lam_theta)
-        fd.append((T(xp).Tx[2] - T(xm).Tx[2]) / (2 * d))
+        lr.append(st.eig_theta)
+        fd.append((T(xp).Fx[2] - T(xm).Fx[2]) / (2 * d))
     assert abs(np.mean(lr) - np.mean(fd)) < 0.012, (lr, fd)
 
 
@@ -80,7 +80,7 @@ def test_m_bifurcation_is_where_the_positional_branch_appears():
     end = trivial_bifurcation(P, ch, "m", [0.02, 0.05, 0.1])
     a_b, scanned = end.alpha, end.scanned
     assert end.status.converged and 0.02 < a_b < 0.1
-    assert scanned[0].lam_m < 1 < scanned[-1].lam_m
+    assert scanned[0].eig_m < 1 < scanned[-1].eig_m
     fp = solve_branch(P, "positional", 2.0 * a_b, ch, with_eps_g=False)
     assert abs(fp.m) > 0.05 * np.sqrt(fp.q)
     with pytest.raises(BranchNotFound):
@@ -94,7 +94,7 @@ def test_no_crossing_on_the_grid_is_reported_not_converged():
     end = trivial_bifurcation(P, ch, "theta", [0.2, 0.35])
     assert not end.status.converged and np.isnan(end.alpha)
     assert "below one" in end.status.message
-    assert all(st.lam_theta < 1 for st in end.scanned)
+    assert all(st.eig_theta < 1 for st in end.scanned)
 
 
 def test_bad_direction_and_asymmetric_A_are_refused():

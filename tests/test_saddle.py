@@ -56,13 +56,13 @@ def test_branch_fixed_point_is_a_fixed_point_of_the_hand_typed_map(branch, branc
         assert fp.theta == 0.0 and abs(fp.m) > 0.1
     else:
         assert fp.m == 0.0 and abs(fp.theta) > 0.05
-    Tx, hats, r = hand_map(fp.x, mirrored(sobol12_nodes.points, branch).points, paper_params, ALPHA)
+    Fx, hats, r = hand_map(fp.x, mirrored(sobol12_nodes.points, branch).points, paper_params, ALPHA)
     # |T_hand(x) - x| <= |T_hand(x) - T_lib(x)| + residual.  The first term is rounding (summation
     # order, prox solved to |grad| <= 1e-13, amplified by at most ~1e3 through 1/D^2 of the prior
     # equations) plus the library's smoothing of near-tied minima (none within 1e-8 here, checked
     # below); the second is <= 1e-10.  1e-8 is a hundred times the residual tolerance.
     assert np.min(r.gap) > 1e-8
-    np.testing.assert_allclose(Tx, fp.x, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(Fx, fp.x, rtol=0, atol=1e-8)
     lib_hats = np.array([fp.q_hat, fp.m_hat, fp.theta_hat, fp.V_hat])
     # the conjugates themselves: same sums, ~1e-13 of their size of rounding; 1e-9 relative
     np.testing.assert_allclose(hats, lib_hats, rtol=1e-9, atol=1e-15)
@@ -172,7 +172,7 @@ def test_unconverged_solve_is_reported(paper_params, sobol12_channel):
     assert "residual" in fp.message and "tol" in fp.message
     # the reported residual is the undamped max |T(x) - x| over the free variables at the point returned
     st = T(fp.x)          # default smoothing width = the solve's tol, the final stage of every ladder
-    assert fp.residual == pytest.approx(np.max(np.abs(st.Tx - st.x)[[0, 1, 3]]), rel=1e-12)
+    assert fp.residual == pytest.approx(np.max(np.abs(st.Fx - st.x)[[0, 1, 3]]), rel=1e-12)
 
 
 @pytest.mark.parametrize("symmetry, x", [("eta_flip", (0.05, 0.25, 0.0, 15.0)),

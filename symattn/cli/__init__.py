@@ -55,20 +55,12 @@ def main(argv=None) -> int:
             args = parser.parse_args(["thresholds"])
             return thresholds.run(args, main_job=True)
         args = parser.parse_args(argv)
-        if args.command == "thresholds":
-            return thresholds.run(args)
-        if args.command == "fixed-point":
-            return fixed_point.run(args)
-        if args.command == "simulate":
-            return simulate.run(args)
-        if args.command == "validate":
-            return validate.run(args, argv=["symattn"] + list(argv))
-        if args.command == "latex":
-            return latex.run(args)
-        if args.command == "phase-diagram":
-            return phase_diagram.run(args)
-        if args.command == "plot":
-            return phase_diagram.run_plot(args)
+        run = {"thresholds": thresholds.run, "fixed-point": fixed_point.run,
+               "simulate": simulate.run, "latex": latex.run, "phase-diagram": phase_diagram.run,
+               "plot": phase_diagram.run_plot,
+               "validate": lambda a: validate.run(a, argv=["symattn"] + list(argv))}
+        if args.command in run:
+            return run[args.command](args)
         parser.print_help()
         return EXIT_USAGE
     except (ParameterError, UsageError) as exc:

@@ -123,10 +123,10 @@ def params_from(args) -> ModelParams:
 
 
 def settings_from(args):
-    from ..numerics.thresholds import ThresholdSettings
+    from ..numerics.settings import NumericalSettings
     if not 0 < args.tol < 1e-3:
         raise ParameterError("tol", f"must be in (0, 1e-3), got {args.tol:g}")
-    return ThresholdSettings(log2n=args.log2n, rules=args.rules, tol=args.tol)
+    return NumericalSettings(log2n=args.log2n, rules=args.rules, tol=args.tol)
 
 
 

@@ -140,7 +140,7 @@ def _bifurcation_end(params, channel, direction, grid, tol):
         return math.nan, math.nan, "trivial point not found"
     if end.status.converged:
         return end.alpha, end.error, "bifurcation"
-    first = getattr(end.scanned[0], "lam_" + direction) if end.scanned else math.nan
+    first = getattr(end.scanned[0], "eig_" + direction) if end.scanned else math.nan
     return math.nan, math.nan, "unstable at alpha_min" if first > 1 else "none"
 
 
@@ -160,13 +160,14 @@ def phase_point(params_dict: dict, omega: float, settings_dict: dict) -> dict:
     from ..numerics.continuation import follow_branch
     from ..numerics.observables import linear_baseline_error
     from ..numerics.quadrature import SobolRule
-    from ..numerics.thresholds import ThresholdSettings, thresholds_on_nodes
+    from ..numerics.settings import NumericalSettings
+    from ..numerics.thresholds import thresholds_on_nodes
 
     t0 = time.perf_counter()
     s = PhaseDiagramSettings(**settings_dict)
     params = ModelParams(**{**params_dict, "omega": omega})
     out = {"omega": omega, "status": "ok"}
-    ts = ThresholdSettings(log2n=s.log2n, rules=s.rules, tol=s.tol, seed=s.seed)
+    ts = NumericalSettings(log2n=s.log2n, rules=s.rules, tol=s.tol, seed=s.seed)
     rules, sem_ends, pos_ends, b_sem, b_pos = [], [], [], [], []
     curves = {}
     swap_symmetric = params.swap_symmetric   # the m eigenvalue decouples

@@ -65,8 +65,8 @@ class TrivialStability:
     """Eigenvalues of the map at the trivial fixed point ``fp`` (``alpha = fp.alpha``)."""
 
     fp: FixedPoint
-    lam_theta: float
-    lam_m: float
+    eig_theta: float
+    eig_m: float
 
 
 def score_derivatives(channel: OutputChannel, x, f) -> tuple[float, float]:
@@ -90,7 +90,7 @@ def trivial_stability(params: ModelParams, alpha: float, channel: OutputChannel,
                       x0=None, tol: float = 1e-10) -> TrivialStability:
     """Solve the trivial fixed point at ``alpha`` and its ``theta`` and ``m`` eigenvalues.
 
-    ``lam_theta`` is the ``theta`` eigenvalue for any ``A``; ``lam_m`` is the ``m`` eigenvalue
+    ``eig_theta`` is the ``theta`` eigenvalue for any ``A``; ``eig_m`` is the ``m`` eigenvalue
     only for ``A_11 = A_22`` (see the module doc).  Raises
     :class:`~symattn.numerics.branches.BranchNotFound` if the trivial point does not converge.
     """
@@ -100,8 +100,8 @@ def trivial_stability(params: ModelParams, alpha: float, channel: OutputChannel,
     f = (state.prox.h - state.w) / x[3]
     d_theta, d_m = score_derivatives(channel, x, f)
     den = params.lam + fp.V_hat * params.sigma**2
-    return TrivialStability(fp=fp, lam_theta=alpha * params.sigma**2 * params.rho * d_theta / den,
-                            lam_m=alpha * d_m / den)
+    return TrivialStability(fp=fp, eig_theta=alpha * params.sigma**2 * params.rho * d_theta / den,
+                            eig_m=alpha * d_m / den)
 
 
 @dataclass
@@ -142,7 +142,7 @@ def trivial_bifurcation(params: ModelParams, channel: OutputChannel, direction: 
         raise ValueError(f"direction must be 'theta' or 'm', got {direction!r}")
     if direction == "m" and params.A[0][0] != params.A[1][1]:
         raise ValueError("the m eigenvalue decouples only for a swap-symmetric A (A_11 = A_22)")
-    key = "lam_" + direction
+    key = "eig_" + direction
     scanned, x0 = [], None
     for k, a in enumerate(alphas):   # scanned in order, up to the first crossing
         st = trivial_stability(params, a, channel, x0=x0, tol=tol)

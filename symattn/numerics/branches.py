@@ -120,11 +120,11 @@ def solve_branch(params: ModelParams, branch: str, alpha: float, channel: Output
     if branch not in BRANCHES:
         raise ValueError(f"branch must be one of {sorted(BRANCHES)}, got {branch!r}")
     B = BRANCHES[branch]
-    T = SaddlePointMap(params, alpha, channel, symmetry=B.symmetry)
+    F = SaddlePointMap(params, alpha, channel, symmetry=B.symmetry)
     starts = ([np.asarray(x0, float)] if x0 is not None else []) + B.starts(params)
     fp, why = None, None
     for s in starts:
-        fp = solve_fixed_point(T, s, B.free, tol=tol)
+        fp = solve_fixed_point(F, s, B.free, tol=tol)
         why = B.check(fp, params.rho)
         if why is None:
             break
@@ -134,7 +134,7 @@ def solve_branch(params: ModelParams, branch: str, alpha: float, channel: Output
             why = f"{why}.  As expected: {excluded}"
         raise BranchNotFound(f"{branch} branch not found at alpha = {alpha:g}: {why}", fp)
     fp.branch = branch
-    fp.n_map_evaluations = T.n_evaluations
+    fp.n_map_evaluations = F.n_evaluations
     if with_eps_g:
         fp.eps_g, fp.eps_g_err = generalisation_error(params, fp.q, fp.m, fp.theta)
     return fp

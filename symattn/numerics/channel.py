@@ -16,7 +16,8 @@ the prox is solved once per node, and every integrand (the atoms ``E[f_l]``, ``E
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -62,7 +63,12 @@ class MeansView:
 @dataclass
 class ChannelMeans(MeansView):
     """The averages of :class:`ChannelState` without per-node arrays (large or preintegrated
-    node sets, which have no Jacobian)."""
+    node sets, which have no Jacobian).
+
+    ``error_estimate``: the integrator's own estimate of its error in the average it was
+    steered by (``nan`` if it has none); ``diagnostics``: counts of the evaluation (e.g.
+    ``switches`` located, ``lines`` integrated), documented by the channel that fills them.
+    """
 
     x: np.ndarray
     eps: float
@@ -70,6 +76,8 @@ class ChannelMeans(MeansView):
     n_atoms: int
     n_failed: int
     n_ties: int
+    error_estimate: float = math.nan
+    diagnostics: dict = field(default_factory=dict)
 
 
 @dataclass

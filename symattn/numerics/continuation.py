@@ -6,7 +6,7 @@ apart at the fixed points, weigh alike; measured: docs/numerics.md, section 'Aga
 approach'):
 
 * **tangent** :math:`t`: the unit null vector of :math:`[\partial_z r]`, with
-  :math:`r(x;\alpha) = T(x;\alpha) - x`, oriented like the previous one.  The Jacobian here
+  :math:`r(x;\alpha) = F(x;\alpha) - x`, oriented like the previous one.  The Jacobian here
   is that of the map smoothed over a selection width ``eps_tangent = 1e-3``: with the tiny
   width used for the fixed points, the Jacobian between two switching nodes misses the
   *surface terms* (the motion of the switching surfaces, which the exact expectation's
@@ -87,18 +87,18 @@ class _Follower:
         y = z * self.scale
         x = self.x_template.copy()
         x[self.free] = y[:-1]
-        T = SaddlePointMap(self.params, y[-1], self.channel, symmetry=self.B.symmetry)
-        return T, T(x, eps)
+        F = SaddlePointMap(self.params, y[-1], self.channel, symmetry=self.B.symmetry)
+        return F, F(x, eps)
 
-    def jac(self, T, st):
+    def jac(self, F, st):
         """``[dr/dz]``: ``k x (k+1)``."""
-        J = T.jacobian(st, self.free)
-        ra = T.alpha_derivative(st, self.free)
+        J = F.jacobian(st, self.free)
+        ra = F.alpha_derivative(st, self.free)
         return np.column_stack([J, ra]) * self.scale
 
-    def tangent(self, T, st, t_prev):
+    def tangent(self, F, st, t_prev):
         """Unit null vector of the *smoothed* Jacobian (see ``eps_tangent``), oriented."""
-        A = self.jac(T, T(st.x, self.eps_tangent))
+        A = self.jac(F, F(st.x, self.eps_tangent))
         M = np.vstack([A, t_prev])
         rhs = np.zeros(len(t_prev))
         rhs[-1] = 1.0
@@ -107,24 +107,24 @@ class _Follower:
         return t if np.dot(t, t_prev) > 0 else -t
 
     def _newton(self, z, zp, t, eps, max_iter=25):
-        """Newton on [r(z); t.(z - zp)] at selection width eps; returns (z, T, st, ok, its)."""
-        def G(T, st, z):
+        """Newton on [r(z); t.(z - zp)] at selection width eps; returns (z, F, st, ok, its)."""
+        def G(F, st, z):
             return np.append(st.residual(self.free), np.dot(t, z - zp))
         try:
-            T, st = self.state(z, eps)
+            F, st = self.state(z, eps)
         except InvalidOrderParameters:
             return z, None, None, False, 0
-        g = G(T, st, z)
+        g = G(F, st, z)
         res = float(np.max(np.abs(g)))
         slow = 0
         for it in range(1, max_iter + 1):
             if res <= self.tol:
-                return z, T, st, True, it - 1
-            M = np.vstack([self.jac(T, st), t])
+                return z, F, st, True, it - 1
+            M = np.vstack([self.jac(F, st), t])
             try:
                 dz = np.linalg.solve(M, -g)
             except np.linalg.LinAlgError:
-                return z, T, st, False, it
+                return z, F, st, False, it
             new = None
             for _ in range(20):
                 zn = z + dz
@@ -139,12 +139,12 @@ class _Follower:
                     pass
                 dz = dz / 2
             if new is None:
-                return z, T, st, False, it
+                return z, F, st, False, it
             slow = slow + 1 if new[4] > SLOW * res else 0
-            z, T, st, g, res = new
+            z, F, st, g, res = new
             if slow >= 2:
-                return z, T, st, res <= self.tol, it
-        return z, T, st, res <= self.tol, max_iter
+                return z, F, st, res <= self.tol, it
+        return z, F, st, res <= self.tol, max_iter
 
     def correct(self, zp, t):
         """Corrector from the predictor ``zp``; the eps ladder if Newton stalls."""
@@ -152,18 +152,18 @@ class _Follower:
         for stages in eps_stages(self.tol):
             z = zp.copy()
             ok = False
-            T = st = None
+            F = st = None
             for e in stages:
-                z, T, st, ok, k = self._newton(z, zp, t, e)
+                z, F, st, ok, k = self._newton(z, zp, t, e)
                 its += k
-                if T is None:
+                if F is None:
                     break
-            if ok and T is not None:
-                return z, T, st, its
+            if ok and F is not None:
+                return z, F, st, its
         return None
 
-    def record(self, T, st, its):
-        return fixed_point_record(T, st, self.free, self.tol, self.tol, iterations=its)
+    def record(self, F, st, its):
+        return fixed_point_record(F, st, self.free, self.tol, self.tol, iterations=its)
 
 
 def _hermite_extremum(s0, a0, d0, s1, a1, d1):
@@ -200,10 +200,10 @@ def follow_branch(params: ModelParams, branch: str, channel: OutputChannel, alph
     y0 = np.append(fp0.x[f.free], alpha0)
     f.scale = np.maximum(np.abs(y0), 1e-2)
     z = y0 / f.scale
-    T, st = f.state(z, tol)
+    F, st = f.state(z, tol)
     t_prev = np.zeros_like(z)
     t_prev[-1] = direction
-    t = f.tangent(T, st, t_prev)
+    t = f.tangent(F, st, t_prev)
     points = [fp0]
     sigma = 0.0            # arclength (scaled) of the last accepted point
     end = f"reached alpha = {alpha_stop:g}"

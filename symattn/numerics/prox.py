@@ -117,8 +117,8 @@ def _newton(h, w, t, V, sigma, gtol, max_iter):
         Ga, g1, g2, a, b, c = kern(h1, h2, w1, w2, t1, t2, Va, sigma)
         gmax = np.maximum(np.abs(g1), np.abs(g2))
         # smallest Hessian eigenvalue; shift to at least the floor
-        lam_min = 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
-        done = (gmax <= gtol) & (lam_min > 0)
+        eig_min = 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
+        done = (gmax <= gtol) & (eig_min > 0)
         if done.any():
             di = idx[done]
             conv[di] = True
@@ -129,11 +129,11 @@ def _newton(h, w, t, V, sigma, gtol, max_iter):
             if not idx.size:
                 break
             h1, h2, w1, w2, t1, t2 = h1[keep], h2[keep], w1[keep], w2[keep], t1[keep], t2[keep]
-            g1, g2, a, b, c, Ga, lam_min = (g1[keep], g2[keep], a[keep], b[keep], c[keep],
-                                            Ga[keep], lam_min[keep])
+            g1, g2, a, b, c, Ga, eig_min = (g1[keep], g2[keep], a[keep], b[keep], c[keep],
+                                            Ga[keep], eig_min[keep])
             if not scalar_V:
                 Va, fa = Va[keep], fa[keep]
-        shift = np.maximum(0.0, fa - lam_min)
+        shift = np.maximum(0.0, fa - eig_min)
         a, c = a + shift, c + shift
         det = a * c - b * b
         d1 = -(c * g1 - b * g2) / det
@@ -164,8 +164,8 @@ def _newton(h, w, t, V, sigma, gtol, max_iter):
         h[idx, 0], h[idx, 1] = h1, h2
         Ga, g1, g2, a, b, c = kern(h1, h2, w1, w2, t1, t2, Va, sigma)
         G[idx] = Ga
-        lam_min = 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
-        conv[idx] = (np.maximum(np.abs(g1), np.abs(g2)) <= gtol) & (lam_min > 0)
+        eig_min = 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
+        conv[idx] = (np.maximum(np.abs(g1), np.abs(g2)) <= gtol) & (eig_min > 0)
     return h, G, conv, it
 
 

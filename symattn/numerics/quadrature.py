@@ -30,6 +30,15 @@ __all__ = ["FOLDS", "GaussHermiteRule", "NodeSet", "SobolRule", "gauss_hermite_1
 
 
 @dataclass(frozen=True)
+class RuleLabel:
+    """What a channel without a node set (a preintegrated one) shows in its place: a label for
+    messages and the number of outer points (``0`` if none)."""
+
+    label: str
+    size: int = 0
+
+
+@dataclass(frozen=True)
 class NodeSet:
     """Points ``(n, 4)`` = ``(xi_1, xi_2, eta_1, eta_2)`` and weights ``(n,)`` summing to one."""
 

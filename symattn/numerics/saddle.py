@@ -1,22 +1,22 @@
 r"""Fixed points of the saddle-point equations at fixed quadrature.
 
-The map :math:`T: x = (q, m, \theta, V) \mapsto x'` composes the derived equations
+The map :math:`F: x = (q, m, \theta, V) \mapsto x'` composes the derived equations
 (``symattn.symbolic.free_energy``): output channel atoms at ``x`` -> conjugates
 ``(q_hat, m_hat, theta_hat, V_hat)`` -> prior channel -> ``x'``.  A fixed point solves
-``T(x) = x`` on the *free* variables; a branch may pin a variable to its exact symmetric value
+``F(x) = x`` on the *free* variables; a branch may pin a variable to its exact symmetric value
 (``theta = 0`` on the positional branch, ``m = 0`` on the semantic one).  Pinning is done
 together with ``symmetry``: the map then uses the rule averaged over the node symmetry that
 leaves the pinned subspace invariant (``eta -> -eta`` resp. ``(xi, eta) -> -(xi, eta)``),
 which sets the odd atoms (hence ``theta_hat`` resp. ``m_hat``) exactly to zero, so the pinned
 point is an exact fixed point of all four equations under that rule.
 
-Solver: Newton on :math:`r(x) = T(x) - x` with backtracking on :math:`\lVert r\rVert_\infty`,
+Solver: Newton on :math:`r(x) = F(x) - x` with backtracking on :math:`\lVert r\rVert_\infty`,
 from the start (a damped warm-up diverged on the positional branch).  The Jacobian is that of
 the quadrature map with the selection between each node's two lowest minima smoothed over a
 width ``eps`` (:class:`~symattn.numerics.channel.ChannelState`): each minimum is followed by a
 local Newton solve, and the smoothing weight is differentiated exactly.  When Newton stalls on a
 node switching minimiser, the solve is continued in ``eps`` (:func:`eps_stages`).  Convergence
-is declared on the undamped residual :math:`\max |T(x) - x|` over the free variables, with the
+is declared on the undamped residual :math:`\max |F(x) - x|` over the free variables, with the
 global multi-start prox, at the final ``eps``.
 """
 
@@ -43,7 +43,7 @@ class FixedPoint:
     """A solution of the saddle-point equations at fixed quadrature, with its status.
 
     ``eps_t = -Phi`` (training loss per dimension, penalty included); ``residual`` is
-    ``max |T(x) - x|`` over the free variables; ``converged`` says whether it is below the
+    ``max |F(x) - x|`` over the free variables; ``converged`` says whether it is below the
     tolerance.  ``E_M`` is :math:`\\mathbb{E}[\\mathcal{M}]`, which equals
     :math:`d\\varepsilon_t/d\\alpha` exactly on the positional branch and up to the
     integration error on the semantic one (its ``theta_hat`` equation uses Stein's lemma, which
@@ -94,19 +94,19 @@ class FixedPoint:
 
 @dataclass
 class MapState:
-    """``T(x)`` with the conjugates and the channel state it came from."""
+    """``F(x)`` with the conjugates and the channel state it came from."""
 
     x: np.ndarray
-    Tx: np.ndarray
+    Fx: np.ndarray
     hats: np.ndarray
     channel: ChannelState
 
     def residual(self, free) -> np.ndarray:
-        return (self.Tx - self.x)[list(free)]
+        return (self.Fx - self.x)[list(free)]
 
 
 class SaddlePointMap:
-    """:math:`T(x)` for one model, ``alpha`` and output channel (node set)."""
+    """:math:`F(x)` for one model, ``alpha`` and output channel (node set)."""
 
     def __init__(self, params: ModelParams, alpha: float, channel: OutputChannel,
                  symmetry: str | tuple | None = None):
@@ -135,11 +135,11 @@ class SaddlePointMap:
         self.n_evaluations += 1
         x = np.asarray(x, float)
         ch = self.channel.evaluate(x, eps)
-        Tx, hats = self._from_atoms(x, ch.atoms)
-        return MapState(x=x, Tx=Tx, hats=hats, channel=ch)
+        Fx, hats = self._from_atoms(x, ch.atoms)
+        return MapState(x=x, Fx=Fx, hats=hats, channel=ch)
 
     def jacobian(self, state: MapState, free) -> np.ndarray:
-        """Jacobian of ``r = T(x) - x`` on the free variables (see ``OutputChannel.derivative``)."""
+        """Jacobian of ``r = F(x) - x`` on the free variables (see ``OutputChannel.derivative``)."""
         k = len(free)
         J = np.empty((k, k))
         n_at = state.channel.n_atoms
@@ -149,7 +149,7 @@ class SaddlePointMap:
             xp = state.x.copy()
             xp[j] += h
             Tp, _ = self._from_atoms(xp, state.channel.atoms + h * d_means[:n_at])
-            J[:, jj] = ((Tp - xp) - (state.Tx - state.x))[list(free)] / h
+            J[:, jj] = ((Tp - xp) - (state.Fx - state.x))[list(free)] / h
         self.n_evaluations += k
         return J
 
@@ -161,7 +161,7 @@ class SaddlePointMap:
         """
         h = 1e-6 * max(self.alpha, 1e-2)
         Tp, _ = self._from_atoms(state.x, state.channel.atoms, alpha=self.alpha + h)
-        return (Tp - state.Tx)[list(free)] / h
+        return (Tp - state.Fx)[list(free)] / h
 
     def phi(self, state: MapState) -> float:
         p = self.params
@@ -201,15 +201,15 @@ def _valid(x, rho) -> bool:
     return bool(np.all(np.isfinite(x)) and q > 0 and V > 0 and theta**2 < q * rho)
 
 
-def _newton(T: SaddlePointMap, state: MapState, free, eps, tol, max_iter, verbose):
+def _newton(F: SaddlePointMap, state: MapState, free, eps, tol, max_iter, verbose):
     """Damped Newton on ``r`` with backtracking on ``max|r|``; returns (state, iterations, ok)."""
-    rho = T.params.rho
+    rho = F.params.rho
     res = float(np.max(np.abs(state.residual(free))))
     it = 0
     slow = 0
     while res > tol and it < max_iter:
         it += 1
-        J = T.jacobian(state, free)
+        J = F.jacobian(state, free)
         try:
             d = np.linalg.solve(J, -state.residual(free))
         except np.linalg.LinAlgError:
@@ -221,7 +221,7 @@ def _newton(T: SaddlePointMap, state: MapState, free, eps, tol, max_iter, verbos
             xn = state.x + step
             if _valid(xn, rho):
                 try:
-                    cand = T(xn, eps)
+                    cand = F(xn, eps)
                 except InvalidOrderParameters:
                     cand = None
                 if cand is not None:
@@ -244,12 +244,12 @@ def _newton(T: SaddlePointMap, state: MapState, free, eps, tol, max_iter, verbos
     return state, it, res <= tol
 
 
-def solve_fixed_point(T: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 1e-10,
+def solve_fixed_point(F: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 1e-10,
                       eps: float | None = None, max_iter: int = 25,
                       verbose: bool = False) -> FixedPoint:
-    """Solve ``T(x) = x`` on the ``free`` components, starting from ``x0``.
+    """Solve ``F(x) = x`` on the ``free`` components, starting from ``x0``.
 
-    ``tol`` bounds the undamped residual ``max |T(x) - x|`` (free components) and is also the
+    ``tol`` bounds the undamped residual ``max |F(x) - x|`` (free components) and is also the
     default smoothing width ``eps`` of the selection between competing prox minima (see
     :class:`~symattn.numerics.channel.ChannelState`).  With a small ``eps`` a root can sit on
     the steep but continuous ramp where one node switches minimiser, narrower than Newton's
@@ -263,7 +263,7 @@ def solve_fixed_point(T: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 
     eps = tol if eps is None else eps
     free = tuple(free)
     x = np.array(x0, dtype=float)
-    if not _valid(x, T.params.rho):
+    if not _valid(x, F.params.rho):
         raise InvalidOrderParameters(f"invalid starting point {x}")
     tried = []
     iterations = 0
@@ -271,16 +271,16 @@ def solve_fixed_point(T: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 
         tried.append(stages)
         state = None
         for e in stages:
-            state = T(x if state is None else state.x, e)
-            state, k, ok = _newton(T, state, free, e, tol, max_iter, verbose)
+            state = F(x if state is None else state.x, e)
+            state, k, ok = _newton(F, state, free, e, tol, max_iter, verbose)
             iterations += k
         if ok:
             break
-    return fixed_point_record(T, state, free, tol, eps, iterations=iterations,
+    return fixed_point_record(F, state, free, tol, eps, iterations=iterations,
                               wall_time=time.perf_counter() - t0, eps_stages=tuple(tried))
 
 
-def fixed_point_record(T: SaddlePointMap, state: MapState, free, tol: float, eps: float, *,
+def fixed_point_record(F: SaddlePointMap, state: MapState, free, tol: float, eps: float, *,
                        iterations: int, wall_time: float = 0.0, eps_stages=()) -> FixedPoint:
     """The :class:`FixedPoint` of ``state``, with its convergence status judged here."""
     res = float(np.max(np.abs(state.residual(free))))
@@ -294,9 +294,9 @@ def fixed_point_record(T: SaddlePointMap, state: MapState, free, tol: float, eps
         message = f"residual {res:.2e} > tol {tol:.0e} after {iterations} Newton iterations"
     hats = state.hats
     x = state.x
-    return FixedPoint(alpha=T.alpha, q=x[0], m=x[1], theta=x[2], V=x[3], q_hat=hats[0],
-                      m_hat=hats[1], theta_hat=hats[2], V_hat=hats[3], eps_t=-T.phi(state),
+    return FixedPoint(alpha=F.alpha, q=x[0], m=x[1], theta=x[2], V=x[3], q_hat=hats[0],
+                      m_hat=hats[1], theta_hat=hats[2], V_hat=hats[3], eps_t=-F.phi(state),
                       E_M=ch.E_M, E_loss=ch.E_loss, residual=res, converged=converged,
                       iterations=iterations, n_failed_prox=ch.n_failed, free=tuple(free),
-                      rule=T.channel.nodes.label, message=message, wall_time=wall_time,
+                      rule=F.channel.nodes.label, message=message, wall_time=wall_time,
                       n_ties=ch.n_ties, eps_stages=tuple(eps_stages))

@@ -57,14 +57,13 @@ from __future__ import annotations
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import numpy as np
 
 from ..model.params import ModelParams
 from ..numerics.channel import ChannelMeans
 from .preintegration import LineRule, PreintegratedChannel
-from ..numerics.quadrature import gauss_hermite_1d
+from ..numerics.quadrature import RuleLabel, gauss_hermite_1d
 
 __all__ = ["PlaneChannel", "PlaneRule", "gauss_kronrod_15", "plane_alpha_l"]
 
@@ -153,10 +152,10 @@ class PlaneChannel:
         self.workers = int(workers)
         x, w = np.polynomial.legendre.leggauss(rule.order)
         self._gl = (0.5 * (x + 1.0), 0.5 * w)
-        self.last_stats: dict = {}
+        self._tally: dict = {}
         #: a label for messages (the interface of a node-set channel; there are no nodes)
-        self.nodes = SimpleNamespace(label=f"plane preintegration (v order {rule.v_order}, "
-                                           f"u_tol {rule.u_tol:g})", size=0)
+        self.nodes = RuleLabel(f"plane preintegration (v order {rule.v_order}, "
+                               f"u_tol {rule.u_tol:g})")
 
     # -- xi_2 ---------------------------------------------------------------------------------
     def _counts(self, x, rows):
@@ -180,7 +179,7 @@ class PlaneChannel:
         out = [[] for _ in range(n)]
         for i, s in zip(ie, 0.5 * (lo + hi)):
             out[i].append(float(s))
-        self.last_stats["transitions"] = self.last_stats.get("transitions", 0) + len(ie)
+        self._tally["transitions"] = self._tally.get("transitions", 0) + len(ie)
         return [sorted(o) for o in out]
 
     def xi_plane(self, x, eta):
@@ -202,7 +201,7 @@ class PlaneChannel:
                                for i in range(0, len(rows), chunk)])
         out = np.zeros((len(eta), vals.shape[1]))
         np.add.at(out, owner, weights[:, None] * vals)
-        self.last_stats["lines"] = self.last_stats.get("lines", 0) + len(rows)
+        self._tally["lines"] = self._tally.get("lines", 0) + len(rows)
         return out
 
     # -- eta ----------------------------------------------------------------------------------
@@ -232,14 +231,14 @@ class PlaneChannel:
                 break
             if progress:
                 progress(rnd, len(todo))
-            T = np.array(todo)
-            li = T[:, 0].astype(int)
-            mid, half = 0.5 * (T[:, 1] + T[:, 2]), 0.5 * (T[:, 2] - T[:, 1])
+            arr = np.array(todo)
+            li = arr[:, 0].astype(int)
+            mid, half = 0.5 * (arr[:, 1] + arr[:, 2]), 0.5 * (arr[:, 2] - arr[:, 1])
             uu = (mid[:, None] + half[:, None] * xk).ravel()
             vv = np.repeat(vs[li], len(xk))
             eta = np.column_stack([(vv + uu) / np.sqrt(2), (vv - uu) / np.sqrt(2)])
             vals = (self.xi_plane(x, eta) * (np.exp(-0.5 * uu**2) / np.sqrt(2 * np.pi))[:, None]
-                    ).reshape(len(T), len(xk), -1)
+                    ).reshape(len(arr), len(xk), -1)
             K = half[:, None] * np.einsum("j,ijk->ik", wk, vals)
             G7 = half[:, None] * np.einsum("j,ijk->ik", wgs, vals)
             if total is None:
@@ -249,13 +248,13 @@ class PlaneChannel:
                     goal = np.zeros(K.shape[1])
                     goal[-2] = 1.0
             e = np.abs((K - G7) @ goal)
-            share = r.u_tol * (T[:, 2] - T[:, 1]) / (r.u_span - a)
+            share = r.u_tol * (arr[:, 2] - arr[:, 1]) / (r.u_span - a)
             accept = (e <= share) | (2 * half <= r.min_width)
             narrow += int(np.count_nonzero((e > share) & accept))
             np.add.at(total, li[accept], K[accept])
             np.add.at(err, li[accept], e[accept])
-            todo = [(li[i], T[i, 1], mid[i]) for i in np.flatnonzero(~accept)]
-            todo += [(li[i], mid[i], T[i, 2]) for i in np.flatnonzero(~accept)]
+            todo = [(li[i], arr[i, 1], mid[i]) for i in np.flatnonzero(~accept)]
+            todo += [(li[i], mid[i], arr[i, 2]) for i in np.flatnonzero(~accept)]
         if todo:
             raise RuntimeError(f"plane preintegration: the adaptive rule in u did not reach "
                                f"{r.u_tol} in {r.max_rounds} rounds")
@@ -268,17 +267,18 @@ class PlaneChannel:
         is the hard global minimum).  ``progress(round, intervals)`` is called per adaptive
         round; with ``workers > 1`` the v lines are dealt out to that many processes, each
         running its share of the rounds and calling ``progress`` itself (so it must be
-        picklable).  ``last_stats["goal_error_estimate"]`` is the adaptive rule's estimate
-        of the goal's error (``E_M_error_estimate`` when the goal is E[M]).  Raises
-        ``RuntimeError`` if the adaptive rule does not meet its tolerance."""
+        picklable).  The result's ``error_estimate`` is the adaptive rule's estimate of the
+        goal's error (of ``E[M]`` when there is no goal); its ``diagnostics`` count the prox
+        failures, switches, lines and transitions, and give the narrow intervals and the wall
+        time.  Raises ``RuntimeError`` if the adaptive rule does not meet its tolerance."""
         x = np.asarray(x, float)
         t0 = time.perf_counter()
-        self.lines.last_stats = {"failed": 0, "switches": 0, "bisection_both_lost": 0}
-        self.last_stats = {}
+        self.lines._tally = {"failed": 0, "switches": 0, "bisection_both_lost": 0}
+        self._tally = {}
         vs, wv = self._v_nodes()
         if self.workers == 1:
             total, err, narrow = self._u_lines(x, vs, progress)
-            stats = [{**self.last_stats, **self.lines.last_stats}]
+            stats = [{**self._tally, **self.lines._tally}]
         else:
             parts = [np.arange(i, len(vs), self.workers) for i in range(self.workers)]
             tasks = [(self.params, self.rule, self.gtol, self.swap, self.goal, x, vs[p],
@@ -293,21 +293,20 @@ class PlaneChannel:
         means = wv @ total
         summed = {k: sum(s.get(k, 0) for s in stats)
                   for k in ("failed", "switches", "lines", "transitions")}
-        self.last_stats = {**summed, "goal_error_estimate": float(wv @ err),
-                           "narrow_intervals": narrow, "wall_time": time.perf_counter() - t0}
-        if self.goal is None:
-            self.last_stats["E_M_error_estimate"] = self.last_stats["goal_error_estimate"]
+        diagnostics = {**summed, "narrow_intervals": narrow,
+                       "wall_time": time.perf_counter() - t0}
         return ChannelMeans(x=x, eps=0.0 if eps is None else eps, means=means,
-                            n_atoms=len(means) - 2, n_failed=summed["failed"], n_ties=0)
+                            n_atoms=len(means) - 2, n_failed=summed["failed"], n_ties=0,
+                            error_estimate=float(wv @ err), diagnostics=diagnostics)
 
 
 def _u_lines_task(args):
     """One process's share of the v lines of :meth:`PlaneChannel.evaluate`."""
     params, rule, gtol, swap, goal, x, vs, progress = args
     ch = PlaneChannel(params, rule, gtol=gtol, swap=swap, goal=goal)
-    ch.lines.last_stats = {"failed": 0, "switches": 0, "bisection_both_lost": 0}
+    ch.lines._tally = {"failed": 0, "switches": 0, "bisection_both_lost": 0}
     total, err, narrow = ch._u_lines(x, vs, progress)
-    return total, err, narrow, {**ch.last_stats, **ch.lines.last_stats}
+    return total, err, narrow, {**ch._tally, **ch.lines._tally}
 
 
 def plane_alpha_l(params: ModelParams, branch: str, record: dict, J, eps_lin: float,
@@ -347,7 +346,7 @@ def plane_alpha_l(params: ModelParams, branch: str, record: dict, J, eps_lin: fl
     ch = PlaneChannel(params, rule, gtol=gtol, goal=alpha_l_goal(params, branch, alpha, x0,
                                                                  atoms, J, slope),
                       workers=workers)
-    T = SaddlePointMap(params, alpha, ch, symmetry=B.symmetry)
+    F = SaddlePointMap(params, alpha, ch, symmetry=B.symmetry)
     rows, t0 = [], time.perf_counter()
 
     def watch(state):
@@ -355,13 +354,14 @@ def plane_alpha_l(params: ModelParams, branch: str, record: dict, J, eps_lin: fl
         rows.append({"x": state.x.tolist(), "eps_g": eg, "eps_g_bound": bound,
                      "alpha_l": alpha - (eg - eps_lin) / slope,
                      "residual": float(np.max(np.abs(state.residual(B.free)))),
-                     "adaptive": ch.last_stats["goal_error_estimate"],
-                     "lines": ch.last_stats["lines"], "wall_time": time.perf_counter() - t0})
+                     "adaptive": state.channel.error_estimate,
+                     "lines": state.channel.diagnostics["lines"],
+                     "wall_time": time.perf_counter() - t0})
         if progress:
             progress(rows[-1])
         return rows[-1]["alpha_l"]
 
-    st, value, change, k = chord_solve(T, x0, B.free, J, watch=watch, tol=rule.u_tol,
+    st, value, change, k = chord_solve(F, x0, B.free, J, watch=watch, tol=rule.u_tol,
                                        max_iter=max_iter)
     last = rows[-1]
     return {"alpha_l": value, "fixed_point": change, "adaptive": last["adaptive"],

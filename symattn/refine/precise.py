@@ -13,7 +13,7 @@ r"""High-precision thresholds: the fast route's answer refined on large scramble
    measured on the fast rule and ``e`` the slope's relative error measured by the secant over
    the last two solves (at least two are made).  That bound is the root-finding term.
 3. **A large rule needs few map evaluations.**  The fixed point on a large rule is found by
-   quasi-Newton iterations :math:`x \leftarrow x - J^{-1}(T(x) - x)` from the fast rule's fixed
+   quasi-Newton iterations :math:`x \leftarrow x - J^{-1}(F(x) - x)` from the fast rule's fixed
    point, :math:`J` starting as the fast rule's Jacobian with the selection smoothed over
    ``jac_eps`` (that width captures, on average, the switching surfaces' contribution to the
    derivative, which a hard-selection Jacobian misses: the positional branch contracts faster
@@ -209,8 +209,8 @@ class ChunkedChannel:
                             n_ties=n_ties)
 
 
-def chord_solve(T: SaddlePointMap, x0, free, J, *, watch, tol: float, max_iter: int):
-    """Quasi-Newton iterations ``x <- x - J^{-1} (T(x) - x)`` on the free variables.
+def chord_solve(F: SaddlePointMap, x0, free, J, *, watch, tol: float, max_iter: int):
+    """Quasi-Newton iterations ``x <- x - J^{-1} (F(x) - x)`` on the free variables.
 
     ``J`` starts as the given (fast-rule) Jacobian and gets Broyden's rank-one update after
     every step.  ``watch(state) -> float`` is the quantity whose convergence matters
@@ -222,10 +222,10 @@ def chord_solve(T: SaddlePointMap, x0, free, J, *, watch, tol: float, max_iter: 
     J = np.array(J, float)
 
     def evaluate(x):
-        st = T(x)
+        st = F(x)
         if st.channel.n_failed:
             raise NotConverged(f"{st.channel.n_failed} prox solves failed on "
-                               f"{T.channel.nodes.label} at x = {x}")
+                               f"{F.channel.nodes.label} at x = {x}")
         return st
 
     state = evaluate(np.array(x0, float))
@@ -244,7 +244,7 @@ def chord_solve(T: SaddlePointMap, x0, free, J, *, watch, tol: float, max_iter: 
         change, value = abs(new - value), new
         if change <= tol:
             return state, value, change, k
-    raise NotConverged(f"chord iteration on {T.channel.nodes.label} at alpha = {T.alpha:g}: "
+    raise NotConverged(f"chord iteration on {F.channel.nodes.label} at alpha = {F.alpha:g}: "
                        f"last change {change:.1e} > {tol:.0e} after {max_iter} steps (on a "
                        f"small rule a node switching minimiser can leave the map without a "
                        f"fixed point: try more points per scramble)")
@@ -299,8 +299,8 @@ def _fast_setup(params, fast: Thresholds, hp: HighPrecisionSettings):
     def point(branch, alpha, x0):
         B = BRANCHES[branch]
         fp = solve_branch(params, branch, alpha, ch, x0=x0, tol=tol, with_eps_g=False)
-        T = SaddlePointMap(params, alpha, ch, symmetry=B.symmetry)
-        J = T.jacobian(T(fp.x, hp.jac_eps), B.free)
+        F = SaddlePointMap(params, alpha, ch, symmetry=B.symmetry)
+        J = F.jacobian(F(fp.x, hp.jac_eps), B.free)
         return fp, J
 
     a_c = fast.alpha_c
@@ -350,15 +350,15 @@ def alpha_l_goal(params: ModelParams, branch: str, alpha: float, x, atoms, J,
     (:class:`~symattn.refine.plane.PlaneChannel`'s ``goal``), it is not part of a result."""
     B = BRANCHES[branch]
     free = list(B.free)
-    T = SaddlePointMap(params, alpha, None, symmetry=B.symmetry)
+    F = SaddlePointMap(params, alpha, None, symmetry=B.symmetry)
     atoms = np.asarray(atoms, float)
-    Tx, _ = T._from_atoms(x, atoms)
+    Fx, _ = F._from_atoms(x, atoms)
     D = np.empty((len(free), len(atoms)))
     for k in range(len(atoms)):
         h = 1e-7 * max(abs(atoms[k]), 1e-6)
         a = atoms.copy()
         a[k] += h
-        D[:, k] = (T._from_atoms(x, a)[0] - Tx)[free] / h
+        D[:, k] = (F._from_atoms(x, a)[0] - Fx)[free] / h
     dx = -np.linalg.solve(np.asarray(J, float), D)           # d x_free / d atoms
     c = -_eps_g_gradient(params, np.asarray(x, float))[free] @ dx / slope
     return np.concatenate([c, [0.0, 0.0]])
@@ -373,34 +373,34 @@ def _solve(params, ch, branch, alpha, x, J, watch, hp, loose=False):
     """Chord-solve ``branch`` at ``alpha``; a ``loose`` solve (one that only feeds a step in
     alpha, not the result) stops at ``1000 * phi_tol``."""
     B = BRANCHES[branch]
-    T = SaddlePointMap(params, alpha, ch, symmetry=B.symmetry)
-    st, value, change, k = chord_solve(T, x, B.free, J, watch=lambda s: watch(T, s),
+    F = SaddlePointMap(params, alpha, ch, symmetry=B.symmetry)
+    st, value, change, k = chord_solve(F, x, B.free, J, watch=lambda s: watch(F, s),
                                        tol=hp.phi_tol * (1e3 if loose else 1.0),
                                        max_iter=hp.max_chord)
-    return T, st, value, change, k
+    return F, st, value, change, k
 
 
-def _eps_t(T, state):
-    return -T.phi(state)
+def _eps_t(F, state):
+    return -F.phi(state)
 
 
-def _cold_state(T, state):
+def _cold_state(F, state):
     """``state`` recomputed with the default multi-start prox at every node (the check of a
     warm-started :class:`ChunkedChannel`)."""
-    warm, T.channel.warm = T.channel.warm, False
+    warm, F.channel.warm = F.channel.warm, False
     try:
-        return T(state.x)
+        return F(state.x)
     finally:
-        T.channel.warm = warm
+        F.channel.warm = warm
 
 
-def _warm_check(T, state, free, J):
+def _warm_check(F, state, free, J):
     """A warm-started ``state`` against a cold evaluation at the same ``x``: the cold state,
     the largest difference of the averages, and the shift of the fixed point the cold
     averages imply (one chord step with ``J``).  Nothing to check (zeros) without warm starts."""
-    if not T.channel.warm:
+    if not F.channel.warm:
         return state, 0.0, np.zeros(4)
-    cold = _cold_state(T, state)
+    cold = _cold_state(F, state)
     dx = np.zeros(4)
     dx[list(free)] = -np.linalg.solve(J, cold.residual(free) - state.residual(free))
     return cold, float(np.max(np.abs(cold.channel.means - state.channel.means))), dx
@@ -422,10 +422,10 @@ def _alpha_c_on_rule(params, channels, setup, hp):
     for it in range(hp.max_root_steps):
         res, states = {}, {}
         for b in ("positional", "semantic"):
-            T, st, eps_t, change, k = _solve(params, channels[b], b, alpha, xs[b],
+            F, st, eps_t, change, k = _solve(params, channels[b], b, alpha, xs[b],
                                              setup[b][1], _eps_t, hp, loose=(it == 0))
             xs[b] = st.x
-            states[b] = (T, st)
+            states[b] = (F, st)
             res[b] = {"eps_t": eps_t, "E_M": st.channel.E_M, "change": change,
                       "chord_steps": k, "x": st.x.tolist()}
         history.append(alpha)
@@ -444,11 +444,11 @@ def _alpha_c_on_rule(params, channels, setup, hp):
                            f"{hp.max_root_steps} solves on {channels['semantic'].nodes.label}")
     slope = slopes[-1]
     check = {}
-    for b, (T, st) in states.items():
-        warm = T.channel.last_warm
-        cold, dmeans, _ = _warm_check(T, st, BRANCHES[b].free, setup[b][1])
+    for b, (F, st) in states.items():
+        warm = F.channel.last_warm
+        cold, dmeans, _ = _warm_check(F, st, BRANCHES[b].free, setup[b][1])
         check[b] = {"warm": warm, "max_means": dmeans,
-                    "eps_t": abs(_eps_t(T, cold) - res[b]["eps_t"])}
+                    "eps_t": abs(_eps_t(F, cold) - res[b]["eps_t"])}
     n = channels["semantic"].nodes.size
     return {"alpha_c": alpha - step, "alpha_c_root_bound": bound,
             "alpha_c_fixed_point": sum(res[b]["change"] + check[b]["eps_t"] for b in res)
@@ -472,12 +472,12 @@ def _alpha_l_on_rule(params, ch, setup, hp, eps_lin):
 
     last = {}
 
-    def watch(T, s):   # eps_g and its quadrature bound, kept for the state that ends the solve
+    def watch(F, s):   # eps_g and its quadrature bound, kept for the state that ends the solve
         last["value"], last["bound"] = _eps_g(params, s.x)
         return last["value"]
 
     for _ in range(hp.max_root_steps):
-        T, st, eg, change, _ = _solve(params, ch, branch, alpha, x, J, watch, hp,
+        F, st, eg, change, _ = _solve(params, ch, branch, alpha, x, J, watch, hp,
                                       loose=not alphas)
         quad = max(quad, last["bound"])
         x = st.x
@@ -485,7 +485,7 @@ def _alpha_l_on_rule(params, ch, setup, hp, eps_lin):
         gs.append(eg - eps_lin)
         changes.append(change)
         dx = np.zeros(4)
-        dx[list(B.free)] = -np.linalg.solve(J, T.alpha_derivative(st, B.free))
+        dx[list(B.free)] = -np.linalg.solve(J, F.alpha_derivative(st, B.free))
         if len(alphas) == 1 or abs(alphas[-1] - alphas[-2]) < 1e-6 * abs(alpha):
             slopes.append(float(_eps_g_gradient(params, x) @ dx))
         else:
@@ -501,7 +501,7 @@ def _alpha_l_on_rule(params, ch, setup, hp, eps_lin):
         raise NotConverged(f"alpha_l: bound {bound:.1e} > {hp.root_tol:.0e} after "
                            f"{hp.max_root_steps} steps on {ch.nodes.label}")
     warm = ch.last_warm
-    _, dmeans, dx_cold = _warm_check(T, st, B.free, J)
+    _, dmeans, dx_cold = _warm_check(F, st, B.free, J)
     check = {"warm": warm, "max_means": dmeans,
              "eps_g": abs(_eps_g(params, st.x + dx_cold)[0] - eg)}
     return {"alpha_l": alpha + corr, "alpha_l_root_bound": bound,
@@ -567,7 +567,7 @@ def _preintegrated_E_M(args):
     st = ch.evaluate(x)
     if st.n_failed:
         raise NotConverged(f"line preintegration: {st.n_failed} prox solves failed")
-    return {"E_M": st.E_M, "switches": ch.last_stats["switches"],
+    return {"E_M": st.E_M, "switches": st.diagnostics["switches"],
             "wall_time": time.perf_counter() - t0}
 
 
@@ -635,12 +635,12 @@ def _preintegrated_alpha_l(args):
     t0 = time.perf_counter()
     ch = _lines_channel(params, order, cells)
     B = BRANCHES[branch]
-    T = SaddlePointMap(params, alpha, ch, symmetry=B.symmetry)
-    st, eg, change, k = chord_solve(T, np.array(x), B.free, np.array(J),
+    F = SaddlePointMap(params, alpha, ch, symmetry=B.symmetry)
+    st, eg, change, k = chord_solve(F, np.array(x), B.free, np.array(J),
                                     watch=lambda s: _eps_g(params, s.x)[0],
                                     tol=10 * hp.phi_tol, max_iter=hp.max_chord)
     return {"x": st.x.tolist(), "eps_g": eg, "alpha_l": alpha - (eg - eps_lin) / slope,
-            "change": change, "chord_steps": k, "switches": ch.last_stats["switches"],
+            "change": change, "chord_steps": k, "switches": st.channel.diagnostics["switches"],
             "wall_time": time.perf_counter() - t0}
 
 

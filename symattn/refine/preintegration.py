@@ -53,7 +53,6 @@ quasi-Newton solve such as :func:`~symattn.refine.precise.chord_solve`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import numpy as np
 from scipy import special
@@ -62,7 +61,7 @@ from scipy.stats import qmc
 from ..model.params import ModelParams
 from ..numerics.channel import ChannelMeans, OutputChannel
 from ..numerics.prox import prox
-from ..numerics.quadrature import NodeSet, gauss_hermite_1d
+from ..numerics.quadrature import NodeSet, RuleLabel, gauss_hermite_1d
 
 __all__ = ["LineRule", "PreintegratedChannel", "gauss_hermite_outer"]
 
@@ -145,11 +144,11 @@ class PreintegratedChannel:
         else:   # explicit outer nodes and weights (e.g. a Gauss-Hermite product rule)
             self._outer, self._outer_w = (np.asarray(a, float) for a in outer)
             label = f"lines({len(self._outer)} given outer nodes)"
-        self.nodes = SimpleNamespace(label=label, size=len(self._outer))
+        self.nodes = RuleLabel(label, len(self._outer))
         self._edges = np.linspace(-rule.span, rule.span, rule.cells + 1)
         x, w = np.polynomial.legendre.leggauss(rule.order)
         self._gl = (0.5 * (x + 1.0), 0.5 * w)
-        self.last_stats = {"failed": 0, "switches": 0, "bisection_both_lost": 0}
+        self._tally = {"failed": 0, "switches": 0, "bisection_both_lost": 0}
 
     def _channel(self, pts):
         return OutputChannel(self.params, NodeSet(pts, np.zeros(len(pts)), "line"),
@@ -174,7 +173,7 @@ class PreintegratedChannel:
             b = np.where(a_wins, b, c)
             hA = np.where(a_wins[:, None], hAc, hA)
             hB = np.where(a_wins[:, None], hB, hBc)
-        self.last_stats["bisection_both_lost"] += failed
+        self._tally["bisection_both_lost"] += failed
         return 0.5 * (a + b), hA, hB
 
     def _detect(self, x, outer):
@@ -186,7 +185,7 @@ class PreintegratedChannel:
         oc = self._channel(_points(np.repeat(outer, C + 1, axis=0), np.tile(edges, n)))
         w, t = oc._setup(x)
         pr = prox(w, t, x[3], self.params.sigma, gtol=self.gtol)
-        self.last_stats["failed"] += pr.n_failed
+        self._tally["failed"] += pr.n_failed
         h = pr.h.reshape(n, C + 1, 2)
         L = h[:, :-1].reshape(-1, 2)
         R = h[:, 1:].reshape(-1, 2)
@@ -231,7 +230,7 @@ class PreintegratedChannel:
         """
         n, C = len(outer), self.rule.cells
         h, switch = self._detect(x, outer)
-        self.last_stats["switches"] += int(np.count_nonzero(switch))
+        self._tally["switches"] += int(np.count_nonzero(switch))
         k = np.flatnonzero(switch)
         L = h[:, :-1].reshape(-1, 2)[k]
         R = h[:, 1:].reshape(-1, 2)[k]
@@ -269,7 +268,7 @@ class PreintegratedChannel:
         w, t = oc._setup(x)
         pr = prox(w, t, x[3], self.params.sigma, gtol=self.gtol, extra_starts=starts,
                   include_default=False)
-        self.last_stats["failed"] += pr.n_failed
+        self._tally["failed"] += pr.n_failed
         rows = oc._rows(np.arange(len(nodes_x)), w, t, pr.h, pr.value, x[3])
         per_line = np.zeros((n, rows.shape[1]))
         np.add.at(per_line, np.repeat(p_line, m), weights[:, None] * rows)
@@ -279,11 +278,12 @@ class PreintegratedChannel:
         """The averages at ``x`` (``eps`` is accepted for interface compatibility: the
         selection here is the hard global minimum, and switching points are located)."""
         x = np.asarray(x, float)
-        self.last_stats = {"failed": 0, "switches": 0, "bisection_both_lost": 0}
+        self._tally = {"failed": 0, "switches": 0, "bisection_both_lost": 0}
         means = 0.0
         for i in range(0, len(self._outer), self.chunk):
             sl = slice(i, i + self.chunk)
             means = means + self._outer_w[sl] @ self._lines(x, self._outer[sl])
         n_atoms = len(means) - 2
         return ChannelMeans(x=x, eps=0.0 if eps is None else eps, means=means, n_atoms=n_atoms,
-                            n_failed=self.last_stats["failed"], n_ties=0)
+                            n_failed=self._tally["failed"], n_ties=0,
+                            diagnostics=dict(self._tally))
