@@ -66,7 +66,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -74,6 +73,7 @@ from pathlib import Path
 
 import numpy as np
 
+from symattn.runs import atomic_write_text
 from symattn.model import ModelParams
 from symattn.numerics.branches import BRANCHES
 from symattn.numerics.channel import OutputChannel
@@ -151,9 +151,7 @@ class _Results:
 
     def add(self, rec):
         self.done.append(rec)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps(self.done, indent=1))
-        os.replace(tmp, self.path)
+        atomic_write_text(self.path, json.dumps(self.done, indent=1))
 
 
 def _fast_jacobian(params, high, branch, alpha, x):

@@ -51,9 +51,9 @@ def thresholds(*, omega: float = 0.3, sigma: float = 0.5, lam: float = 0.01, A=P
 
     ``precision="fast"``: ``rules`` scrambles of ``2**log2n`` points (the main job);
     ``"high"``: then refined on ``high_rules`` large scrambles of ``2**high_log2n`` points
-    (:func:`symattn.refine.precise.refine_thresholds`, about ten minutes on 2 cores at the
-    defaults).  ``progress(k, n, rule)`` is called as each scramble finishes; ``executor``
-    runs the scrambles (default: one process per core).
+    (:func:`symattn.refine.precise.refine_thresholds`; its cost is measured in
+    ``docs/numerics.md``, section 'High precision').  ``progress(k, n, rule)`` is called as
+    each scramble finishes; ``executor`` runs the scrambles (default: one process per core).
     """
     from .numerics.thresholds import compute_thresholds
     if precision not in ("fast", "high"):

@@ -113,6 +113,7 @@ def test_teacher_mean_diagonal_against_monte_carlo():
         assert err < 1e-12
 
 
+@pytest.mark.slow
 def test_no_positional_branch_for_the_appendix_matrix(capsys):
     """model page §5: at A = [[0.3, 0.7], [0.8, 0.2]], omega = 0.3 the teacher's mean diagonal
     is below one half, and the positional solve finds no fixed point with m != 0 at any of

@@ -73,6 +73,7 @@ def test_located_points_are_changes_of_the_switch_count(plane, located):
         assert left != right, s
 
 
+@pytest.mark.slow
 def test_xi2_integral_matches_quadpack_on_the_same_pieces(plane, located):
     """``F(eta)`` for ``M``: the panels against QUADPACK's adaptive rule on each piece between
     located points (the line integral as a scalar function of xi_2), within 1e-11."""
@@ -155,6 +156,7 @@ def test_the_goal_steers_the_adaptive_rule(paper_params):
     assert errors[True] > 1e-8
 
 
+@pytest.mark.slow
 def test_workers_share_the_v_lines_exactly(paper_params):
     """Each v line's adaptive rule is independent of the others, so two processes give the
     same averages as one, bit for bit, on a coarse rule at the semantic point."""

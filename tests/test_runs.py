@@ -1,6 +1,7 @@
 """Resumable-run plumbing (symattn.runs): the atomic writer, readable errors for damaged files."""
 
 import json
+import os
 
 import pytest
 
@@ -14,6 +15,9 @@ def test_atomic_write_replaces_and_leaves_no_temporary(tmp_path):
     write_json(path, {"a": 2})
     assert json.loads(path.read_text()) == {"a": 2}
     assert sorted(p.name for p in path.parent.iterdir()) == ["x.json"]
+    mask = os.umask(0)
+    os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~mask       # as a plain open() would make it
 
 
 def test_atomic_write_refuses_a_directory_and_writes_nothing(tmp_path):

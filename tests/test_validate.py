@@ -132,6 +132,7 @@ def _sim_rows(out):
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.slow
 def test_tiny_run_writes_tables_and_figures(tiny_run):
     out, res = tiny_run
     assert res["failed"] == []
@@ -172,6 +173,7 @@ def _forbid(*a, **k):
     raise AssertionError("recomputed a task that is already on disk")
 
 
+@pytest.mark.slow
 def test_rerun_recomputes_nothing(tiny_run, tmp_path, monkeypatch):
     out, _ = tiny_run
     copy = tmp_path / "copy"
@@ -184,6 +186,7 @@ def test_rerun_recomputes_nothing(tiny_run, tmp_path, monkeypatch):
     assert res["failed"] == [] and (copy / "simulations.csv").read_text() == before
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_without_duplicates(tiny_run, tmp_path, monkeypatch):
     out, _ = tiny_run
     run = tmp_path / "run"
@@ -221,6 +224,7 @@ def test_killed_run_resumes_without_duplicates(tiny_run, tmp_path, monkeypatch):
     assert all(ref[k] == r["eps_t"] for k, r in zip(keys, rows))
 
 
+@pytest.mark.slow
 def test_resume_with_other_model_parameters_is_refused(tiny_run, tmp_path, capsys):
     out, _ = tiny_run
     copy = tmp_path / "copy"

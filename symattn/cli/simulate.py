@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import (add_model_group, check_alpha, float_arg, int_arg, STARTS)
+from .common import (add_model_group, check_alpha, float_arg, int_arg, params_from, STARTS)
 
 
 def add_parser(sub):
@@ -29,7 +29,10 @@ def _simulate_progress(k, n, seconds):
 
 def run(args) -> int:
     from ..api import simulate
+    from ..simulation.memory import check_memory
     alpha = check_alpha(args.alpha)
+    params_from(args)                                  # bad input: one line, before any output
+    check_memory(args.d, alpha, copies=1, name="d")
     print(f"symattn: simulate d = {args.d}, alpha = {alpha:g}, start = {args.start}, "
           f"{args.seeds} seed(s)", file=sys.stderr, flush=True)
     res = simulate(d=args.d, alpha=alpha, start=args.start, seeds=args.seeds, n_test=args.n_test,

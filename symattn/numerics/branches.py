@@ -96,8 +96,8 @@ def positional_excluded(params: ModelParams) -> str | None:
     ``S`` (:math:`S_{11} + S_{22} \ge 1` for every ``h``), so when the teacher's mean diagonal
     (:func:`~symattn.numerics.observables.teacher_mean_diagonal`) is below one half, attending by
     position cannot lower the loss and the semantic or trivial point is the minimum at every
-    ``alpha`` (model page §5).  This is the model, not a solver failure.  (At the appendix
-    matrix ``A = [[0.3, 0.7], [0.8, 0.2]]`` and ``omega = 0.3`` the mean diagonal is 0.465.)
+    ``alpha`` (model page §5).  This is the model, not a solver failure; the paper's appendix
+    matrix ``A = [[0.3, 0.7], [0.8, 0.2]]`` at ``omega = 0.3`` is such a case.
     """
     diag, err = teacher_mean_diagonal(params)
     if diag + err >= 0.5:

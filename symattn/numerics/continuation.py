@@ -2,8 +2,8 @@ r"""Following a branch of fixed points in ``alpha``, and locating where it ends 
 
 Pseudo-arclength continuation in :math:`y = (x_{\rm free}, \alpha)`, in scaled coordinates
 :math:`z = y / s` (``s`` the magnitudes at the start, so ``q`` and ``V``, orders of magnitude
-apart at the fixed points, weigh alike; measured: docs/numerics.md, section 'Against the naive
-approach'):
+apart at the fixed points, weigh alike; measured: docs/numerics.md, section 'Against the
+authors' scheme: time and answer'):
 
 * **tangent** :math:`t`: the unit null vector of :math:`[\partial_z r]`, with
   :math:`r(x;\alpha) = F(x;\alpha) - x`, oriented like the previous one.  The Jacobian here

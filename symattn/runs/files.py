@@ -38,11 +38,18 @@ def atomic_write_text(path, text: str, *, fsync: bool = True) -> Path:
             fh.flush()
             if fsync:
                 os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())      # mkstemp makes it private; a result file is not
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_json(path, data, *, indent: int | None = 2) -> Path:
