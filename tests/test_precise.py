@@ -345,3 +345,17 @@ def test_alpha_l_goal_is_the_derivative_of_alpha_l(paper_params, sobol12_channel
         assert moved == pytest.approx(1e-5, rel=1e-4), k
         checked += 1
     assert checked >= 4
+
+
+def test_a_checkpoint_with_a_damaged_record_is_refused_not_half_read(tmp_path):
+    """A record missing a key (a hand edit, another version) stops the run with the file's
+    name, instead of failing later inside the error budget."""
+    from symattn.refine.precise import RECORD_KEYS, CheckpointMismatch, _load_checkpoint
+    path = tmp_path / "th.json.partial"
+    key = {"params": {"sigma": 0.5}}
+    good = {k: 1.0 for k in RECORD_KEYS}
+    path.write_text(json.dumps({"key": key, "records": [dict(good, seed=1000)]}))
+    assert list(_load_checkpoint(path, key)) == [1000]
+    path.write_text(json.dumps({"key": key, "records": [{"seed": 1000, "alpha_c": 1.25}]}))
+    with pytest.raises(CheckpointMismatch, match="damaged"):
+        _load_checkpoint(path, key)

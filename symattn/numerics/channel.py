@@ -25,6 +25,7 @@ from scipy import special
 
 from ..compile.kernels import SETTING, atom_integrands, atom_list, loss_kernel, teacher_kernel
 from ..model.params import ModelParams
+from ..results import Status
 from .prox import ProxResult, prox
 from .quadrature import NodeSet
 
@@ -58,6 +59,13 @@ class MeansView:
     @property
     def E_loss(self) -> float:
         return float(self.means[self.n_atoms + 1])
+
+    @property
+    def status(self) -> Status:
+        """Whether every node's prox converged (the averages are trustworthy only then)."""
+        n = getattr(self, "n_failed", 0)
+        return Status(converged=n == 0, message="converged" if n == 0 else
+                      f"{n} prox solves did not converge")
 
 
 @dataclass

@@ -72,6 +72,7 @@ import math
 import time
 from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
+from typing import TypedDict
 from pathlib import Path
 
 import numpy as np
@@ -260,7 +261,7 @@ class PreciseThresholds:
     alpha_l_err: float
     alpha_l_branch: str
     budget: dict
-    per_rule: list
+    per_rule: list   #: the :class:`LargeRuleRecord` of each large scramble
     fast: Thresholds = field(repr=False)
     settings: dict = field(default_factory=dict)
     wall_time: float = 0.0
@@ -513,6 +514,40 @@ def _alpha_l_on_rule(params, ch, setup, hp, eps_lin):
             "alpha_l_steps": alphas, "alpha_l_g": gs}
 
 
+class LargeRuleRecord(TypedDict, total=False):
+    """What one large scramble gives (:func:`_large_rule_task`); stored as JSON in the
+    checkpoint and in the result's ``per_rule``.  Errors are bounds in ``alpha``."""
+
+    seed: int                      #: the scramble
+    alpha_c: float                 #: alpha_c on this scramble
+    alpha_c_root_bound: float      #: remaining error of the Newton iteration
+    alpha_c_fixed_point: float     #: fixed-point term (chord change + warm/cold difference)
+    alpha_c_floating_point: float  #: rounding of the node sums
+    alpha_c_steps: list            #: the alphas visited
+    delta: float                   #: eps_t(positional) - eps_t(semantic) at the last step
+    delta_slope: float             #: its slope, E_M(positional) - E_M(semantic)
+    slope_relative_error: float    #: secant against mean slope, relative
+    at_alpha_c: dict               #: per branch: eps_t, E_M, change, chord_steps, x
+    alpha_c_warm_check: dict       #: per branch: the warm-started pass against a cold one
+    alpha_l: float                 #: alpha_l on this scramble
+    alpha_l_root_bound: float
+    alpha_l_fixed_point: float
+    alpha_l_floating_point: float
+    alpha_l_warm_check: dict
+    alpha_l_slopes: list           #: d(eps_g - eps_lin)/d alpha estimates, last one used
+    at_alpha_l: dict               #: alpha, x and eps_g of the last solve
+    alpha_l_steps: list
+    alpha_l_g: list                #: eps_g - eps_lin at each step
+    passes: dict                   #: prox passes per branch channel
+    wall_time: float
+
+
+#: Keys every stored record must have (a checkpoint missing one is refused, not half-read).
+RECORD_KEYS = ("seed", "alpha_c", "alpha_c_root_bound", "alpha_c_fixed_point",
+               "alpha_c_floating_point", "alpha_l", "alpha_l_root_bound", "alpha_l_fixed_point",
+               "alpha_l_floating_point", "at_alpha_c", "wall_time")
+
+
 def branch_fold(params: ModelParams, branch: str) -> str:
     """The key of :data:`~symattn.numerics.quadrature.FOLDS` for ``branch``: the symmetry its
     pinned variable comes with (``eta_flip`` at ``theta = 0``, ``full_flip`` at ``m = 0``),
@@ -523,7 +558,7 @@ def branch_fold(params: ModelParams, branch: str) -> str:
     return fold + "+token_swap" if params.swap_symmetric else fold
 
 
-def _large_rule_task(args):
+def _large_rule_task(args) -> LargeRuleRecord:
     """One large scramble: alpha_c and alpha_l on it."""
     params, hp, seed, setup, eps_lin = args
     t0 = time.perf_counter()
@@ -532,7 +567,7 @@ def _large_rule_task(args):
                                                      else None),
                                   chunk=2**hp.chunk_log2, gtol=hp.gtol, warm=hp.warm_starts)
                 for b in ("positional", "semantic")}
-    out = {"seed": seed, **_alpha_c_on_rule(params, channels, setup, hp)}
+    out: LargeRuleRecord = {"seed": seed, **_alpha_c_on_rule(params, channels, setup, hp)}
     if setup["alpha_l_branch"] in ("semantic", "positional"):
         out.update(_alpha_l_on_rule(params, channels[setup["alpha_l_branch"]], setup, hp,
                                     eps_lin))
@@ -725,7 +760,15 @@ def _load_checkpoint(path, key) -> dict:
     if data.get("key") != key:
         raise CheckpointMismatch(f"{path} holds large-scramble results of other parameters or "
                                  "settings; remove it or write elsewhere")
-    return {r["seed"]: r for r in data["records"]}
+    records = data.get("records")
+    bad = ([] if isinstance(records, list) and all(isinstance(r, dict) for r in records)
+           else ["records"])
+    for r in records if not bad else []:
+        bad += [k for k in RECORD_KEYS if k not in r]
+    if bad:
+        raise CheckpointMismatch(f"{path} is damaged (missing {sorted(set(bad))}); remove it "
+                                 "to recompute")
+    return {r["seed"]: r for r in records}
 
 
 def _save_checkpoint(path, key, records: dict):
