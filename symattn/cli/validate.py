@@ -38,7 +38,7 @@ def add_parser(sub):
 
 
 def run(args, argv=None) -> int:
-    from ..experiments.validation import TheorySettings, ValidationGrid, run_validation
+    from ..experiments.validation import ValidationGrid, run_validation
     from ..outputs.report import write_validation_report
     params = params_from(args)
     settings = settings_from(args)
@@ -46,9 +46,8 @@ def run(args, argv=None) -> int:
         raise ParameterError("positional-scale", f"must be > 0, got {args.positional_scale:g}")
     grid = ValidationGrid(alphas=args.alphas, ds=args.ds, seeds=args.seeds, n_test=args.n_test,
                           scale_seeds=not args.same_seeds, positional_scale=args.positional_scale)
-    theory = TheorySettings(log2n=settings.log2n, rules=settings.rules, tol=settings.tol)
     t0 = time.perf_counter()
-    res = run_validation(params, grid, theory, args.out, workers=args.workers, argv=argv,
+    res = run_validation(params, grid, settings, args.out, workers=args.workers, argv=argv,
                          report=write_validation_report)
     wall = time.perf_counter() - t0
     th = res["theory_thresholds"]

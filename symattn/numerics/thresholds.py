@@ -43,9 +43,8 @@ from .quadrature import SobolRule
 from .saddle import FixedPoint
 from .settings import NumericalSettings
 
-__all__ = ["NumericalSettings", "ThresholdSettings", "RuleThresholds", "Thresholds", "thresholds_for_rule",
-           "thresholds_on_nodes",
-           "compute_thresholds", "ThresholdNotFound"]
+__all__ = ["NumericalSettings", "ThresholdSettings", "RuleThresholds", "Thresholds",
+           "thresholds_for_rule", "thresholds_on_nodes", "compute_thresholds", "ThresholdNotFound"]
 
 
 class ThresholdNotFound(RuntimeError):
@@ -248,7 +247,7 @@ def _crossing(params, channel, branch, a, b, x_a, eps_lin, tol, root_tol):
     return root, root_tol + 4 * np.finfo(float).eps * abs(root)
 
 
-def thresholds_for_rule(params: ModelParams, settings: ThresholdSettings, seed: int,
+def thresholds_for_rule(params: ModelParams, settings: NumericalSettings, seed: int,
                         alpha0: float | None = None, warm=(None, None)) -> RuleThresholds:
     """``alpha_c`` and ``alpha_l`` on the scrambled Sobol rule ``seed``."""
     return thresholds_on_nodes(params, SobolRule(settings.log2n, seed).nodes(), settings,
@@ -298,7 +297,7 @@ def _semantic_only(params, channel, settings, seed, alpha0, x_sem, t0) -> RuleTh
                           wall_time=time.perf_counter() - t0)
 
 
-def thresholds_on_nodes(params: ModelParams, nodes, settings: ThresholdSettings, seed: int = -1,
+def thresholds_on_nodes(params: ModelParams, nodes, settings: NumericalSettings, seed: int = -1,
                         alpha0: float | None = None, warm=(None, None)) -> RuleThresholds:
     """``alpha_c`` and ``alpha_l`` on any :class:`~symattn.numerics.quadrature.NodeSet`.
 
@@ -345,7 +344,7 @@ def _rule_task(args):
     return thresholds_for_rule(params, settings, seed, alpha0, warm)
 
 
-def compute_thresholds(params: ModelParams, settings: ThresholdSettings = ThresholdSettings(),
+def compute_thresholds(params: ModelParams, settings: NumericalSettings = NumericalSettings(),
                        executor: Executor | None = None, progress=None) -> Thresholds:
     """``alpha_c``, ``alpha_l`` (mean over ``settings.rules`` scrambles) with error bars.
 
