@@ -22,7 +22,7 @@ Only the raw tokens ``Z`` (shape ``(n, 2, d)``) and a few numbers per sentence a
 ``X`` and ``Y`` are never needed in full, because everything the risk needs is
 
 * the teacher matrix ``T`` (``(n, 2, 2)``), so that ``Y = T Z``;
-* the token Gram matrix ``G = Z Z^T`` (``(n, 2, 2)``);
+* the token Gram matrix ``gram`` :math:`= \Gamma = Z Z^\top` (``(n, 2, 2)``);
 * the positional projections ``c_l = z_l . p_1 / sqrt(d)`` (``(n, 2)``), so that
   ``Z P^T / sqrt(d) = c s^T`` with ``s = (+1, -1)``;
 
@@ -107,8 +107,8 @@ def teacher_attention(h_star: np.ndarray, params: ModelParams) -> np.ndarray:
 def sentence_statistics(Z: np.ndarray, Q_star: np.ndarray, params: ModelParams):
     r"""Per-sentence quantities the risk needs, from tokens ``Z`` of shape ``(k, 2, d)``.
 
-    Returns ``(T, G, c)``: the teacher attention ``T(h*)`` with ``h* = Z Q* / sqrt(d)``
-    (``(k, 2, 2)``), the Gram matrix ``G = Z Z^T`` (``(k, 2, 2)``) and ``c = Z p_1 / sqrt(d)``
+    Returns ``(T, gram, c)``: the teacher attention ``T(h*)`` with ``h* = Z Q* / sqrt(d)``
+    (``(k, 2, 2)``), the Gram matrix ``gram = Z Z^T`` (``(k, 2, 2)``) and ``c = Z p_1 / sqrt(d)``
     (``(k, 2)``).  All in float64 whatever the dtype of ``Z``.
     """
     Z = np.asarray(Z, dtype=np.float64)
@@ -116,21 +116,21 @@ def sentence_statistics(Z: np.ndarray, Q_star: np.ndarray, params: ModelParams):
     sqd = np.sqrt(d)
     h_star = (Z @ Q_star) / sqd
     T = teacher_attention(h_star, params)
-    G = Z @ Z.transpose(0, 2, 1)
+    gram = Z @ Z.transpose(0, 2, 1)
     c = Z.sum(axis=-1) / sqd
-    return T, G, c
+    return T, gram, c
 
 
 @dataclass(frozen=True)
 class SentenceBlock:
     """A chunk of sentences, everything float64.
 
-    ``Z``: ``(k, 2, d)`` tokens; ``T``, ``G``: ``(k, 2, 2)``; ``c``: ``(k, 2)`` (see module doc).
+    ``Z``: ``(k, 2, d)`` tokens; ``T``, ``gram``: ``(k, 2, 2)``; ``c``: ``(k, 2)`` (see module doc).
     """
 
     Z: np.ndarray
     T: np.ndarray
-    G: np.ndarray
+    gram: np.ndarray
     c: np.ndarray
 
     @property
@@ -158,7 +158,7 @@ class Dataset:
         Token noise; the student input is ``X = Z + s p_1 / sqrt(d)`` (:meth:`X`).
     Q_star : ndarray, ``(d,)``
         Teacher weights.
-    T, G : ndarray, ``(n, 2, 2)``
+    T, gram : ndarray, ``(n, 2, 2)``
         Teacher attention ``T(h*)`` (so ``Y = T Z``) and token Gram ``Z Z^T``, float64.
     c : ndarray, ``(n, 2)``
         ``c_l = z_l . p_1 / sqrt(d)``, float64.
@@ -171,7 +171,7 @@ class Dataset:
     Z: np.ndarray
     Q_star: np.ndarray
     T: np.ndarray
-    G: np.ndarray
+    gram: np.ndarray
     c: np.ndarray
 
     @property
@@ -206,7 +206,7 @@ class Dataset:
             if buf is not None:
                 Z = buf[: sl.stop - sl.start]
                 np.copyto(Z, self.Z[sl])
-            yield SentenceBlock(Z, self.T[sl], self.G[sl], self.c[sl])
+            yield SentenceBlock(Z, self.T[sl], self.gram[sl], self.c[sl])
 
     def init_rng(self) -> np.random.Generator:
         """Generator of the random warm start (independent of data and test streams)."""
@@ -257,14 +257,14 @@ def make_dataset(params: ModelParams, d: int, alpha: float, seed: int = 0, *,
     Q_star = rng.standard_normal(d)
     Z = np.empty((n, 2, d), dtype=store)
     T = np.empty((n, 2, 2))
-    G = np.empty((n, 2, 2))
+    gram = np.empty((n, 2, 2))
     c = np.empty((n, 2))
     k = chunk_size or default_chunk_size(d)
     for i in range(0, n, k):
         sl = slice(i, min(i + k, n))
         Z[sl] = rng.standard_normal((sl.stop - sl.start, 2, d)) * params.sigma
-        T[sl], G[sl], c[sl] = sentence_statistics(Z[sl], Q_star, params)
-    return Dataset(params=params, d=d, alpha=alpha, seed=seed, Z=Z, Q_star=Q_star, T=T, G=G, c=c)
+        T[sl], gram[sl], c[sl] = sentence_statistics(Z[sl], Q_star, params)
+    return Dataset(params=params, d=d, alpha=alpha, seed=seed, Z=Z, Q_star=Q_star, T=T, gram=gram, c=c)
 
 
 def fresh_sentences(data: Dataset, n_test: int, chunk_size: int | None = None) -> Iterator[SentenceBlock]:
@@ -278,5 +278,5 @@ def fresh_sentences(data: Dataset, n_test: int, chunk_size: int | None = None) -
     for i in range(0, n_test, k):
         kk = min(k, n_test - i)
         Z = rng.standard_normal((kk, 2, data.d)) * data.params.sigma
-        T, G, c = sentence_statistics(Z, data.Q_star, data.params)
-        yield SentenceBlock(Z, T, G, c)
+        T, gram, c = sentence_statistics(Z, data.Q_star, data.params)
+        yield SentenceBlock(Z, T, gram, c)

@@ -7,16 +7,16 @@ r"""Empirical risk of the tied attention student and its exact gradient (model p
 
 Gram form of one sentence
 -------------------------
-With ``Y = T Z``, ``X = Z + P/sqrt(d)`` (rows ``s_l p_1``, ``s = (+1, -1)``), ``G = Z Z^T``,
+With ``Y = T Z``, ``X = Z + P/sqrt(d)`` (rows ``s_l p_1``, ``s = (+1, -1)``), ``gram`` :math:`= \Gamma = Z Z^\top`,
 ``c = Z p_1 / sqrt(d)`` and ``D = T - S``, the residual is ``E = D Z - S P / sqrt(d)`` and
 
 .. math::
 
     \ell = \frac{\|E\|_F^2}{2d}
-         = \frac{\mathrm{tr}(D G D^\top) - 2 (D c) \cdot (S s) + \|S s\|^2}{2d},
+         = \frac{\mathrm{tr}(D \Gamma D^\top) - 2 (D c) \cdot (S s) + \|S s\|^2}{2d},
     \qquad
     \frac{\partial \ell}{\partial S} = -\frac{E X^\top}{d}
-         = -\frac{D G + (D c) s^\top - (S s)(c + s)^\top}{d}
+         = -\frac{D \Gamma + (D c) s^\top - (S s)(c + s)^\top}{d}
 
 (using ``P P^T / d = s s^T`` and ``Z P^T / sqrt(d) = c s^T``).  So a sentence costs ``O(1)``
 once ``h`` is known; the only ``O(d)`` work per evaluation is ``h = Z Q / sqrt(d) + s m``
@@ -52,28 +52,28 @@ def _dot(u, v) -> float:
     return float(np.einsum("i,i->", u, v))
 
 
-def sentence_loss(S: np.ndarray, T: np.ndarray, G: np.ndarray, c: np.ndarray, d: int) -> np.ndarray:
+def sentence_loss(S: np.ndarray, T: np.ndarray, gram: np.ndarray, c: np.ndarray, d: int) -> np.ndarray:
     r"""Per-sentence loss :math:`\ell = \|T Z - S X\|_F^2 / (2d)` from Gram quantities.
 
-    ``S``, ``T``, ``G``: ``(k, 2, 2)`` (``S`` may also be a single ``(2, 2)`` matrix);
+    ``S``, ``T``, ``gram``: ``(k, 2, 2)`` (``S`` may also be a single ``(2, 2)`` matrix);
     ``c``: ``(k, 2)``  ->  ``(k,)``.
     """
     D = T - S
     Ss = np.einsum("...ij,j->...i", S, SIGNS)
     Dc = np.einsum("...ij,...j->...i", D, c)
-    quad = np.einsum("...ij,...jk,...ik->...", D, G, D)
+    quad = np.einsum("...ij,...jk,...ik->...", D, gram, D)
     return (quad - 2.0 * np.einsum("...i,...i->...", Dc, Ss) + np.einsum("...i,...i->...", Ss, Ss)) / (2.0 * d)
 
 
-def sentence_loss_grad(S, T, G, c, d: int):
-    r"""``(l, dl/dS)`` for a block: :math:`\partial\ell/\partial S = -[D G + (Dc) s^\top - (Ss)(c+s)^\top]/d`.
+def sentence_loss_grad(S, T, gram, c, d: int):
+    r"""``(l, dl/dS)`` for a block: :math:`\partial\ell/\partial S = -[D \Gamma + (Dc) s^\top - (Ss)(c+s)^\top]/d`.
 
     Shapes as in :func:`sentence_loss`; the gradient is ``(k, 2, 2)``.
     """
     D = T - S
     Ss = np.einsum("...ij,j->...i", S, SIGNS)
     Dc = np.einsum("kij,kj->ki", D, c)
-    DG = np.einsum("kij,kjl->kil", D, G)
+    DG = np.einsum("kij,kjl->kil", D, gram)
     loss = (np.einsum("kij,kij->k", DG, D) - 2.0 * np.einsum("ki,ki->k", Dc, Ss)
             + np.einsum("ki,ki->k", Ss, Ss)) / (2.0 * d)
     grad_S = -(DG + Dc[:, :, None] * SIGNS[None, None, :] - Ss[:, :, None] * (c + SIGNS)[:, None, :]) / d
@@ -102,7 +102,7 @@ def pre_activations(Z: np.ndarray, Q: np.ndarray, m: float) -> np.ndarray:
 def block_loss_and_grad_h(block: SentenceBlock, h: np.ndarray, d: int):
     """Per-sentence losses ``(k,)`` and ``dl/dh`` ``(k, 2)`` of a block at pre-activations ``h``."""
     S = student_attention(h)
-    loss, grad_S = sentence_loss_grad(S, block.T, block.G, block.c, d)
+    loss, grad_S = sentence_loss_grad(S, block.T, block.gram, block.c, d)
     return loss, softmax_vjp(h, S, grad_S)
 
 
@@ -139,7 +139,7 @@ def risk(Q: np.ndarray, data: Dataset, chunk_size: int | None = None) -> float:
     total = 0.5 * data.params.lam * _dot(Q, Q)
     for block in data.blocks(chunk_size):
         h = pre_activations(block.Z, Q, m)
-        total += sentence_loss(student_attention(h), block.T, block.G, block.c, d).sum()
+        total += sentence_loss(student_attention(h), block.T, block.gram, block.c, d).sum()
     return float(total)
 
 

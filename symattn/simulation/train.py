@@ -151,12 +151,12 @@ def linear_baseline(data: Dataset) -> np.ndarray:
     r"""Least-squares positional baseline :math:`B = \arg\min_B \sum_\mu \|Y^\mu - B X^\mu\|_F^2`.
 
     Normal equations :math:`B \sum_\mu X X^\top = \sum_\mu Y X^\top` with, per sentence,
-    :math:`X X^\top = G + c s^\top + s c^\top + s s^\top` and :math:`Y X^\top = T (G + c s^\top)`.
+    :math:`X X^\top = \Gamma + c s^\top + s c^\top + s s^\top` and :math:`Y X^\top = T (\Gamma + c s^\top)`.
     For large ``d``, :math:`B \to \mathbb{E}[T(h^*)]` (model page §4).  Returns ``(2, 2)``.
     """
     cs = data.c[:, :, None] * SIGNS[None, None, :]
-    XX = (data.G + cs + cs.transpose(0, 2, 1)).sum(axis=0) + np.outer(SIGNS, SIGNS) * data.n
-    YX = np.einsum("kij,kjl->il", data.T, data.G + cs)
+    XX = (data.gram + cs + cs.transpose(0, 2, 1)).sum(axis=0) + np.outer(SIGNS, SIGNS) * data.n
+    YX = np.einsum("kij,kjl->il", data.T, data.gram + cs)
     return np.linalg.solve(XX.T, YX.T).T
 
 
@@ -179,9 +179,9 @@ def generalisation_errors(data: Dataset, Qs: Sequence[np.ndarray], B: np.ndarray
         H = np.einsum("kld,dj->klj", block.Z, Qmat) / np.sqrt(d)
         for j in range(Qmat.shape[1]):
             h = H[:, :, j] + SIGNS * ms[j]
-            losses[j].append(sentence_loss(student_attention(h), block.T, block.G, block.c, d))
+            losses[j].append(sentence_loss(student_attention(h), block.T, block.gram, block.c, d))
         if B is not None:
-            lin.append(sentence_loss(B, block.T, block.G, block.c, d))
+            lin.append(sentence_loss(B, block.T, block.gram, block.c, d))
     eps_g = [mean_se(np.concatenate(x)) for x in losses]
     eps_lin = mean_se(np.concatenate(lin)) if B is not None else None
     return eps_g, eps_lin
