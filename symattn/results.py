@@ -58,12 +58,13 @@ class Estimate:
     """A number with its error bar and the status of the computation that produced it.
 
     ``error`` is one standard error of the scrambles plus any bias bound stated by the producer
-    (``nan`` where no error bar is defined, e.g. a single rule).  ``float(estimate)`` is the value.
+    (``nan`` where no error bar is defined, e.g. a single rule).  ``status`` has no default: an
+    estimate always says whether its computation converged.  ``float(estimate)`` is the value.
     """
 
     value: float
-    error: float = math.nan
-    status: Status = Status(converged=True)
+    error: float
+    status: Status
 
     def __float__(self) -> float:
         return float(self.value)

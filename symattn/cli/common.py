@@ -1,5 +1,5 @@
 """What every command shares: argument types with one-line errors, the model and numerics
-options, exit codes, and saving a result file."""
+options, exit codes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import math
 from pathlib import Path
 
 from ..model.params import PAPER_A, ModelParams, ParameterError, check_alpha
-from ..runs.files import write_json
 
 EXIT_USAGE = 2
 EXIT_NOT_FOUND = 3
@@ -129,11 +128,6 @@ def settings_from(args):
     return NumericalSettings(log2n=args.log2n, rules=args.rules, tol=args.tol)
 
 
-
-
-def save(path: Path, data: dict) -> None:
-    """Write ``data`` as JSON to ``path`` atomically."""
-    write_json(path, data)
 
 
 def fmt(v, e) -> str:

@@ -9,9 +9,10 @@ import time
 from pathlib import Path
 
 from .common import (DEFAULT_OUT, EXIT_NOT_FOUND, UsageError, add_model_options, fmt,
-                     int_arg, params_from, save, second_orders_arg, settings_from)
+                     int_arg, params_from, second_orders_arg, settings_from)
 from ..model.params import ParameterError
 from ..runs.executors import default_workers
+from ..runs.files import write_json
 
 
 def add_parser(sub):
@@ -79,7 +80,7 @@ def run(args, main_job=False) -> int:
     out = args.out if args.out is not None else (DEFAULT_OUT / "thresholds.json" if main_job
                                                  else None)
     if out is not None:
-        save(out, data)
+        write_json(out, data)
     if args.json:
         print(json.dumps(data, indent=2, default=float))
         return 0
@@ -165,7 +166,7 @@ def _high_precision(args, params, fast, t0) -> int:
     data = res.as_dict()
     data["wall_time"] = time.perf_counter() - t0
     if args.out is not None:
-        save(args.out, data)
+        write_json(args.out, data)
         checkpoint.unlink(missing_ok=True)
     if args.json:
         print(json.dumps(data, indent=2, default=float))

@@ -18,6 +18,7 @@ never replaced by another branch.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,6 +90,7 @@ BRANCHES = {
 }
 
 
+@functools.lru_cache(maxsize=64)
 def positional_excluded(params: ModelParams) -> str | None:
     r"""Why this model has no positional branch, or ``None`` if nothing rules one out.
 
