@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .model.checks import check_choice, check_int
 from .model.params import PAPER_A, ModelParams, ParameterError, check_alpha
 from .results import format_estimate
 
@@ -99,16 +100,12 @@ def simulate(*, d: int, alpha: float, start: str, seeds: int = 1, n_test: int = 
     ``"random"``; the first two are paired with the other on the same data.
     ``progress(k, n, seconds)`` is called after each seed."""
     from .simulation.instances import simulate_seeds
-    from .simulation.memory import check_memory
+    from .simulation.memory import check_size
     from .simulation.train import STARTS
-    for name, v, lo in (("d", d, 2), ("seeds", seeds, 1), ("n_test", n_test, 1)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-            raise ParameterError(name, f"must be an integer >= {lo}, got {v!r}")
-    if start not in STARTS:
-        raise ParameterError("start", f"must be one of {list(STARTS)}, got {start!r}")
-    alpha = check_alpha(alpha)
+    check_choice("start", start, STARTS)
+    check_int("seeds", seeds, 1)
     params = model_params(omega=omega, sigma=sigma, lam=lam, A=A)
-    check_memory(d, alpha, copies=1, name="d")
+    d, alpha = check_size(d, alpha, n_test)
     return simulate_seeds(params, d, alpha, start, seeds, n_test=n_test, progress=progress)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["Status", "Estimate", "format_estimate"]
+__all__ = ["Status", "Estimate", "format_estimate", "ROUNDING"]
 
 
 @dataclass(frozen=True)
@@ -42,15 +42,31 @@ class Status:
         return f"Status({', '.join(parts)})"
 
 
-def format_estimate(value: float, error: float) -> str:
-    """``value ± error`` with the value to the digits the error resolves (two more), e.g.
-    ``1.25038 ± 5.0e-04``; ``value`` alone where the error is undefined."""
+#: An error bar below this fraction of its value is floating-point rounding (double precision
+#: carries about 16 digits; sums of many terms lose two or three), not a measured uncertainty.
+ROUNDING = 1e-13
+
+
+def format_estimate(value: float, error: float, pm: str = "±") -> str:
+    """``value ± error`` with the value to the digits the error resolves (one more than the
+    error's first), e.g. ``1.25038 ± 5.0e-04``.
+
+    Where no error bar is defined (``nan``, ``None``) the value is printed to seven significant
+    digits with ``(no error bar)``; where the error bar is below rounding (:data:`ROUNDING`), to
+    thirteen with ``(to rounding)``: a bar of ``1e-17`` on ``0.002`` would claim digits that
+    double precision does not carry.  ``pm`` is the sign between value and error (the command
+    line's text output uses ``+-``).
+    """
     if value is None or not math.isfinite(value):
         return str(value)
-    if error is None or not math.isfinite(error) or error <= 0:
-        return f"{value:.10g}"
+    if error is None or not math.isfinite(error) or error < 0:
+        return f"{value:.7g} (no error bar)"
+    if value == 0 and error == 0:
+        return "0"
+    if error <= ROUNDING * abs(value):
+        return f"{value:.13g} (to rounding)"
     digits = max(0, 1 - int(math.floor(math.log10(error))))
-    return f"{value:.{digits}f} ± {error:.1e}"
+    return f"{value:.{digits}f} {pm} {error:.1e}"
 
 
 @dataclass(frozen=True)

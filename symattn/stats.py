@@ -13,6 +13,11 @@ __all__ = ["mean_se", "t_halfwidth", "regression_estimate", "first_crossing", "b
            "PowerLawFit", "fit_power_law"]
 
 
+#: Least fraction of bootstrap resamplings that must cross inside the grid for their spread to be
+#: reported as the crossing's error bar (:func:`bootstrap_crossing`).
+MIN_BOOT_FRACTION = 0.9
+
+
 def mean_se(x):
     """``(mean, standard error of the mean)`` of a sample.
 
@@ -78,19 +83,25 @@ def bootstrap_crossing(x, Y, n_boot: int = 2000, seed: int = 0):
 
     Returns ``(estimate, error, fraction)``: :func:`first_crossing` of ``Y.mean(0)``, the
     standard deviation of the crossing over ``n_boot`` resamplings of whole seeds (rows), and
-    the fraction of resamplings with a crossing inside the grid (if below 1, the error bar
-    describes only those).  ``(None, nan, 0)`` when there is no crossing.
+    the fraction of resamplings with a crossing inside the grid.  ``(None, nan, 0)`` when there
+    is no crossing.
+
+    The error is ``nan`` (no error bar) with fewer than three seeds, or when fewer than
+    :data:`MIN_BOOT_FRACTION` of the resamplings cross inside the grid: the spread of the rest
+    then describes a selected few (with two seeds whose own curves do not cross, only the
+    resamplings that repeat the full mean cross, and their spread is zero to rounding).
     """
     Y = np.asarray(Y, float)
     est = first_crossing(x, Y.mean(axis=0)) if Y.size else None
     K = Y.shape[0]
-    if est is None or K < 2:
+    if est is None or K < 3:
         return est, math.nan, 0.0
     rng = np.random.default_rng(seed)
     boots = [first_crossing(x, Y[idx].mean(axis=0)) for idx in rng.integers(0, K, (n_boot, K))]
     vals = np.array([b for b in boots if b is not None])
-    err = float(vals.std(ddof=1)) if vals.size > 1 else math.nan
-    return est, err, vals.size / n_boot
+    fraction = vals.size / n_boot
+    err = float(vals.std(ddof=1)) if fraction >= MIN_BOOT_FRACTION else math.nan
+    return est, err, fraction
 
 
 @dataclass(frozen=True)

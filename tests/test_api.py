@@ -93,7 +93,13 @@ def test_numerical_settings_derive_the_prox_tolerance():
 
 def test_estimate_prints_the_digits_its_error_resolves():
     assert format_estimate(1.2503750432826317, 5.024e-4) == "1.25038 ± 5.0e-04"
-    assert format_estimate(0.0019713843346693405, math.nan) == "0.001971384335"
+    # no error bar: seven digits, said so; a bar below rounding claims no digits double
+    # precision does not carry (issue 18: "eps_lin ... +- 1e-17")
+    assert format_estimate(0.0019713843346693405, math.nan) == "0.001971384 (no error bar)"
+    assert format_estimate(0.0019713843346693405, 1e-17) == "0.001971384334669 (to rounding)"
+    assert format_estimate(1.269065264121813, 2.2e-16) == "1.269065264122 (to rounding)"
+    assert format_estimate(0.0019713843346693405, 1e-15) == "0.0019713843346693 ± 1.0e-15"
+    assert format_estimate(0.0, 0.0) == "0"
     assert repr(Estimate(1.5, 0.01, Status(False, message="residual 1e-3"))).endswith(
         "[NOT converged]")
     assert float(Estimate(2.0, 0.1, Status(True))) == 2.0

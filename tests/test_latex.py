@@ -135,4 +135,4 @@ def test_cli_stdout_fragment_and_errors(capsys, tmp_path):
     out = capsys.readouterr().out
     assert out == latex.document()
     assert main(["latex", "--out", str(tmp_path)]) == 2
-    assert_one_line_error(capsys, "--out")
+    assert_one_line_error(capsys, "out: ")

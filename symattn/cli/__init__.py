@@ -33,7 +33,8 @@ import sys
 
 from ..model.params import ParameterError
 from . import fixed_point, latex, phase_diagram, simulate, thresholds, validate
-from .common import (EXIT_NOT_FOUND, EXIT_USAGE, RESUMABLE, STARTS, Parser, UsageError)
+from .common import (EXIT_NOT_FOUND, EXIT_USAGE, RESUMABLE, STARTS, Parser, UsageError,
+                     join_negative_values)
 
 __all__ = ["main", "build_parser", "STARTS", "EXIT_USAGE", "EXIT_NOT_FOUND", "UsageError"]
 
@@ -48,7 +49,7 @@ def build_parser():
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = join_negative_values(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
         if not argv:

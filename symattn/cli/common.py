@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from pathlib import Path
 
-from ..model.params import PAPER_A, ModelParams, ParameterError, check_alpha
+from ..model.checks import (MAX_GRID_POINTS, ParameterError, check_int,
+                            check_number, omega_grid)
+from ..model.params import LAM_RANGE, PAPER_A, SIGMA_RANGE, ModelParams
+from ..numerics.settings import LOG2N_RANGE, RULES_RANGE, TOL_RANGE
+from ..results import format_estimate
 
 EXIT_USAGE = 2
 EXIT_NOT_FOUND = 3
@@ -24,21 +29,55 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors and exit status 2."""
+    """argparse with one-line errors and exit status 2, and no abbreviations (``--omega`` must
+    not silently mean ``--omegas``)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
-        raise UsageError(message)
+        # "argument --alpha: alpha: must be > 0" reads "alpha: must be > 0"
+        raise UsageError(re.sub(r"^argument [^:]+: (?=[\w-]+: )", "", message))
 
 
-def float_arg(name):
+#: a value that starts with a minus sign: ``-0.2,1.2,...`` or ``-1``
+_NEGATIVE = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
+
+
+def join_negative_values(argv) -> list:
+    """``--A -0.2,1.2,0.4,0.6`` as ``--A=-0.2,1.2,0.4,0.6``: argparse takes a value that starts
+    with a minus sign for an option unless it is a single plain number, so a negative entry of
+    a list would otherwise be refused as 'expected one argument' instead of checked."""
+    out = []
+    for tok in argv:
+        if (out and out[-1].startswith("--") and "=" not in out[-1] and _NEGATIVE.match(tok)):
+            out[-1] = f"{out[-1]}={tok}"
+        else:
+            out.append(tok)
+    return out
+
+
+def _range_text(lo, hi, lo_open=False):
+    if hi is None:
+        return f"{'>' if lo_open else '>='} {lo:g}"
+    return f"in {'(' if lo_open else '['}{lo:g}, {hi:g}]"
+
+
+def _parse_number(name, text) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{name}: not a number: {text!r}") from None
+
+
+def float_arg(name, lo=None, hi=None, *, lo_open=False):
+    """A command-line number, checked by :func:`symattn.model.checks.check_number`."""
     def conv(text):
         try:
-            x = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name}: not a number: {text!r}") from None
-        if not math.isfinite(x):
-            raise argparse.ArgumentTypeError(f"{name}: must be finite, got {text!r}")
-        return x
+            return check_number(name, _parse_number(name, text), lo, hi, lo_open=lo_open)
+        except ParameterError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
     return conv
 
 
@@ -47,22 +86,24 @@ def matrix_arg(text):
     if len(parts) != 4:
         raise argparse.ArgumentTypeError(
             f"A: expected 4 comma-separated numbers a11,a12,a21,a22, got {text!r}")
-    try:
-        v = [float(p) for p in parts]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"A: not a number in {text!r}") from None
+    v = [_parse_number("A", p) for p in parts]
     return ((v[0], v[1]), (v[2], v[3]))
 
 
 def int_arg(name, lo, hi):
+    """A command-line integer in ``[lo, hi]``; ``1e4`` is read as 10000."""
     def conv(text):
         try:
             k = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name}: not an integer: {text!r}") from None
-        if not lo <= k <= hi:
-            raise argparse.ArgumentTypeError(f"{name}: must be in [{lo}, {hi}], got {k}")
-        return k
+            x = _parse_number(name, text)
+            if not (math.isfinite(x) and x.is_integer()):
+                raise argparse.ArgumentTypeError(f"{name}: not an integer: {text!r}") from None
+            k = int(x)
+        try:
+            return check_int(name, k, lo, hi)
+        except ParameterError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
     return conv
 
 
@@ -71,11 +112,21 @@ def list_arg(name, conv):
         items = [t.strip() for t in text.split(",") if t.strip()]
         if not items:
             raise argparse.ArgumentTypeError(f"{name}: expected a comma-separated list, got {text!r}")
+        if len(items) > MAX_GRID_POINTS:
+            raise argparse.ArgumentTypeError(f"{name}: {len(items)} values; at most "
+                                             f"{MAX_GRID_POINTS}")
         try:
             return tuple(conv(t) for t in items)
         except (argparse.ArgumentTypeError, ParameterError) as exc:
             raise argparse.ArgumentTypeError(f"{name}: {exc}") from None
     return parse
+
+
+def omegas_arg(text):
+    try:
+        return omega_grid(text)
+    except ParameterError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def second_orders_arg(text):
@@ -89,47 +140,58 @@ def second_orders_arg(text):
 
 
 def alpha_item(text):
-    return check_alpha(float_arg("alpha")(text))
+    return float_arg("alpha", 0.0, lo_open=True)(text)
 
 
-def add_model_group(p):
+def alpha_arg():
+    return float_arg("alpha", 0.0, lo_open=True)
+
+
+def add_model_group(p, omega=True):
+    """The model's options; ``omega=False`` for a sweep over omega (its own ``--omegas``)."""
     g = p.add_argument_group("model (model page §2; defaults: the paper's)")
-    g.add_argument("--omega", type=float_arg("omega"), default=0.3, help="mixing omega in [0, 1]")
-    g.add_argument("--sigma", type=float_arg("sigma"), default=0.5, help="token noise sigma > 0")
-    g.add_argument("--lam", type=float_arg("lam"), default=0.01, help="ridge penalty lambda > 0")
+    if omega:
+        g.add_argument("--omega", type=float_arg("omega", 0.0, 1.0), default=0.3,
+                       help="mixing omega in [0, 1]")
+    g.add_argument("--sigma", type=float_arg("sigma", *SIGMA_RANGE, lo_open=True), default=0.5,
+                   help=f"token noise sigma {_range_text(*SIGMA_RANGE, lo_open=True)}")
+    g.add_argument("--lam", type=float_arg("lam", *LAM_RANGE, lo_open=True), default=0.01,
+                   help=f"ridge penalty lambda {_range_text(*LAM_RANGE, lo_open=True)}")
     g.add_argument("--A", type=matrix_arg, default=PAPER_A, metavar="a11,a12,a21,a22",
                    help="row-stochastic positional attention matrix")
 
 
 def add_numerics_group(p, log2n=14, rules=8):
     n = p.add_argument_group("numerics")
-    n.add_argument("--log2n", type=int_arg("log2n", 6, 20), default=log2n,
-                   help=f"Sobol points per rule: 2**log2n (default {log2n})")
-    n.add_argument("--rules", type=int_arg("rules", 2, 64), default=rules,
-                   help=f"independent scrambles; their spread is the error bar (default {rules})")
-    n.add_argument("--tol", type=float_arg("tol"), default=1e-10,
-                   help="fixed-point residual tolerance (default 1e-10)")
+    n.add_argument("--log2n", type=int_arg("log2n", *LOG2N_RANGE), default=log2n,
+                   help=f"Sobol points per rule: 2**log2n, log2n in [{LOG2N_RANGE[0]}, "
+                        f"{LOG2N_RANGE[1]}] (default {log2n})")
+    n.add_argument("--rules", type=int_arg("rules", *RULES_RANGE), default=rules,
+                   help=f"independent scrambles, their spread is the error bar; in "
+                        f"[{RULES_RANGE[0]}, {RULES_RANGE[1]}] (default {rules})")
+    n.add_argument("--tol", type=float_arg("tol", *TOL_RANGE), default=1e-10,
+                   help=f"fixed-point residual tolerance in [{TOL_RANGE[0]:g}, {TOL_RANGE[1]:g}] "
+                        "(default 1e-10)")
 
 
 def add_model_options(p):
     add_model_group(p)
     add_numerics_group(p)
-    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--json", action="store_true",
+                   help="print JSON on standard output (progress stays on standard error)")
 
 
 def params_from(args) -> ModelParams:
-    return ModelParams(sigma=args.sigma, lam=args.lam, omega=args.omega, A=args.A)
+    omega = getattr(args, "omega", ModelParams.omega)
+    return ModelParams(sigma=args.sigma, lam=args.lam, omega=omega, A=args.A)
 
 
 def settings_from(args):
     from ..numerics.settings import NumericalSettings
-    if not 0 < args.tol < 1e-3:
-        raise ParameterError("tol", f"must be in (0, 1e-3), got {args.tol:g}")
     return NumericalSettings(log2n=args.log2n, rules=args.rules, tol=args.tol)
 
 
-
-
 def fmt(v, e) -> str:
-    """``value +- error`` as the text output prints thresholds."""
-    return f"{v:.6f} +- {e:.1e}"
+    """``value +- error`` as the text output prints estimates (to the digits the error supports:
+    :func:`symattn.results.format_estimate`)."""
+    return format_estimate(v, e, pm="+-")

@@ -5,22 +5,23 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import (EXIT_NOT_FOUND, add_model_options, check_alpha, float_arg, settings_from)
+from .common import (EXIT_NOT_FOUND, add_model_options, alpha_arg, params_from, settings_from)
 
 
 def add_parser(sub):
     f = sub.add_parser("fixed-point", help="one branch's fixed point at one alpha")
     f.add_argument("--branch", required=True, choices=("positional", "semantic", "trivial"),
                    help="positional (theta = 0), semantic (m = 0) or trivial (theta = m = 0)")
-    f.add_argument("--alpha", required=True, type=float_arg("alpha"))
+    f.add_argument("--alpha", required=True, type=alpha_arg(), help="sample complexity n/d > 0")
     add_model_options(f)
 
 
 def run(args) -> int:
+    params_from(args)                                  # bad input: one line, before the imports
+    settings = settings_from(args)
+    alpha = args.alpha
     from ..api import fixed_point
     from ..numerics.branches import BranchNotFound
-    alpha = check_alpha(args.alpha)
-    settings = settings_from(args)
     try:
         est = fixed_point(branch=args.branch, alpha=alpha, omega=args.omega, sigma=args.sigma,
                           lam=args.lam, A=args.A, log2n=settings.log2n, rules=settings.rules,

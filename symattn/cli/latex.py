@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .common import UsageError
+from ..runs.files import atomic_write_text
+from ..runs.paths import check_output_file
 
 
 def add_parser(sub):
@@ -19,14 +20,13 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    if args.out is not None:
+        check_output_file(args.out)
     from ..outputs.latex import document
-    if args.out is not None and args.out.is_dir():
-        raise UsageError(f"--out: {args.out} is a directory; give a .tex file name")
     text = document(standalone=args.standalone)
     if args.out is None:
         sys.stdout.write(text)
     else:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+        atomic_write_text(args.out, text)
         print(f"wrote {args.out}", file=sys.stderr)
     return 0

@@ -15,24 +15,30 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..model.params import ParameterError
-from .common import add_model_group, float_arg, int_arg, params_from
+from ..model.checks import MAX_GRID_POINTS, ParameterError
+from ..numerics.settings import LOG2N_RANGE, RULES_RANGE
+from ..runs.paths import check_output_dir
+from .common import add_model_group, float_arg, int_arg, omegas_arg, params_from
 
 __all__ = ["add_parser", "run", "run_plot"]
 
 
 def add_parser(sub):
     p = sub.add_parser("phase-diagram", help="alpha_c, alpha_l and branch ends over omega")
-    p.add_argument("--omegas", default="0:0.45:0.025",
-                   help="start:stop:step (stop included) or a comma list (default 0:0.45:0.025)")
-    add_model_group(p)
+    p.add_argument("--omegas", type=omegas_arg, default="0:0.45:0.025",
+                   help="start:stop:step (stop included) or a comma list, each in [0, 1], at "
+                        f"most {MAX_GRID_POINTS} values (default 0:0.45:0.025)")
+    add_model_group(p, omega=False)
     g = p.add_argument_group("numerics")
-    g.add_argument("--log2n", type=int_arg("log2n", 6, 20), default=12,
-                   help="Sobol points per rule: 2**log2n (default 12)")
-    g.add_argument("--rules", type=int_arg("rules", 2, 64), default=4,
-                   help="independent scrambles per omega (default 4)")
-    g.add_argument("--alpha-max", type=float_arg("alpha-max"), default=4.0,
-                   help="follow the branches up to this alpha (default 4)")
+    g.add_argument("--log2n", type=int_arg("log2n", *LOG2N_RANGE), default=12,
+                   help=f"Sobol points per rule: 2**log2n, log2n in [{LOG2N_RANGE[0]}, "
+                        f"{LOG2N_RANGE[1]}] (default 12)")
+    g.add_argument("--rules", type=int_arg("rules", *RULES_RANGE), default=4,
+                   help=f"independent scrambles per omega, in [{RULES_RANGE[0]}, "
+                        f"{RULES_RANGE[1]}] (default 4)")
+    g.add_argument("--alpha-max", type=float_arg("alpha-max", 1.0, 64.0, lo_open=True),
+                   default=4.0, help="follow the branches up to this alpha, in (1, 64] "
+                                     "(default 4)")
     ex = p.add_mutually_exclusive_group()
     ex.add_argument("--workers", type=int_arg("workers", 1, 256), default=None,
                     help="local worker processes (default: one per core)")
@@ -41,8 +47,9 @@ def add_parser(sub):
     p.add_argument("--out", type=Path, required=True, help="results folder (resumable)")
     q = sub.add_parser("plot", help="redraw the figures of a saved phase diagram")
     q.add_argument("dir", type=Path, help="a folder written by phase-diagram")
-    q.add_argument("--omega", type=float_arg("omega"), default=0.3,
-                   help="omega of the branch figures (nearest saved; default 0.3)")
+    q.add_argument("--omega", type=float_arg("omega", 0.0, 1.0), default=None,
+                   help="omega of the branch figures: one of the saved values (default: the "
+                        "saved value nearest 0.3)")
 
 
 def _progress(k, n, r, elapsed):
@@ -54,13 +61,12 @@ def _progress(k, n, r, elapsed):
 
 def run(args) -> int:
     params = params_from(args)
+    omegas = args.omegas if isinstance(args.omegas, list) else omegas_arg(args.omegas)
+    check_output_dir(args.out)
     from concurrent.futures import ProcessPoolExecutor
 
-    from ..experiments.phase_diagram import PhaseDiagramSettings, omega_grid, run_phase_diagram
+    from ..experiments.phase_diagram import PhaseDiagramSettings, run_phase_diagram
     from ..runs.executors import dask_executor
-    omegas = omega_grid(args.omegas)
-    if not args.alpha_max > 1:
-        raise ParameterError("alpha-max", f"must be > 1, got {args.alpha_max:g}")
     settings = PhaseDiagramSettings(log2n=args.log2n, rules=args.rules,
                                     alpha_max=args.alpha_max)
     if args.scheduler:
@@ -79,7 +85,7 @@ def run(args) -> int:
     failed = [p for p in pts if p.get("status") != "ok"]
     for p in failed:
         print(f"symattn: omega = {p['omega']:g}: {p['status']}", file=sys.stderr)
-    figs = _figures(args.out, 0.3)
+    figs = _figures(args.out, _nearest(omegas, 0.3))
     print(f"wrote {args.out / 'phase_diagram.csv'} and {len(figs)} figure files")
     return 0 if not failed else 1
 
@@ -95,10 +101,25 @@ def _figures(out_dir, omega):
     return figs
 
 
+def _nearest(values, target):
+    return min(values, key=lambda w: abs(w - target))
+
+
 def run_plot(args) -> int:
     if not (args.dir / "points").is_dir():
         raise ParameterError("dir", f"{args.dir} holds no phase-diagram results")
-    figs = _figures(args.dir, args.omega)
+    from ..experiments.phase_diagram import load_points
+    saved = [p["omega"] for p in load_points(args.dir)]
+    if not saved:
+        raise ParameterError("dir", f"{args.dir} holds no finished omega yet")
+    if args.omega is None:
+        omega = _nearest(saved, 0.3)
+    else:
+        omega = _nearest(saved, args.omega)
+        if abs(omega - args.omega) > 1e-9:
+            raise ParameterError("omega", f"{args.omega:g} is not among the saved values of "
+                                          f"{args.dir}: {', '.join(f'{w:g}' for w in saved)}")
+    figs = _figures(args.dir, omega)
     for f in figs:
         print(f)
     return 0 if figs else 1

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import (add_model_group, check_alpha, float_arg, int_arg, params_from, STARTS)
+from .common import (EXIT_NOT_FOUND, add_model_group, alpha_arg, int_arg, params_from, STARTS)
 
 
 def add_parser(sub):
     s = sub.add_parser("simulate", help="finite-size training from a warm start, K seeds "
                        "(model page §6)")
     s.add_argument("--d", required=True, type=int_arg("d", 2, 10**7), help="dimension d >= 2")
-    s.add_argument("--alpha", required=True, type=float_arg("alpha"), help="sample complexity n/d > 0")
+    s.add_argument("--alpha", required=True, type=alpha_arg(),
+                   help="sample complexity n/d > 0; n = round(alpha d) >= 1 sentences")
     s.add_argument("--start", required=True, choices=STARTS,
                    help="warm start; semantic and positional are also run paired with the other")
     s.add_argument("--seeds", type=int_arg("seeds", 1, 100000), default=1,
@@ -28,19 +29,22 @@ def _simulate_progress(k, n, seconds):
 
 
 def run(args) -> int:
-    from ..api import simulate
-    from ..simulation.memory import check_memory
-    alpha = check_alpha(args.alpha)
+    from ..simulation.memory import check_size
     params_from(args)                                  # bad input: one line, before any output
-    check_memory(args.d, alpha, copies=1, name="d")
-    print(f"symattn: simulate d = {args.d}, alpha = {alpha:g}, start = {args.start}, "
+    d, alpha = check_size(args.d, args.alpha, args.n_test, n_test_name="n-test")
+    print(f"symattn: simulate d = {d}, alpha = {alpha:g}, start = {args.start}, "
           f"{args.seeds} seed(s)", file=sys.stderr, flush=True)
-    res = simulate(d=args.d, alpha=alpha, start=args.start, seeds=args.seeds, n_test=args.n_test,
+    from ..api import simulate
+    res = simulate(d=d, alpha=alpha, start=args.start, seeds=args.seeds, n_test=args.n_test,
                    omega=args.omega, sigma=args.sigma, lam=args.lam, A=args.A,
                    progress=_simulate_progress)
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))
-        return 0
-    print(repr(res))
-    print(f"took {res['wall_time']:.1f} s")
+    else:
+        print(repr(res))
+        print(f"took {res['wall_time']:.1f} s")
+    failed = res.failures()
+    if failed:
+        print(f"symattn: {failed}", file=sys.stderr)
+        return EXIT_NOT_FOUND
     return 0

@@ -13,6 +13,7 @@ from .common import (DEFAULT_OUT, EXIT_NOT_FOUND, UsageError, add_model_options,
 from ..model.params import ParameterError
 from ..runs.executors import default_workers
 from ..runs.files import write_json
+from ..runs.paths import check_output_file
 
 
 def add_parser(sub):
@@ -44,7 +45,6 @@ def _progress(k, n, rule):
 
 
 def run(args, main_job=False) -> int:
-    from ..numerics.thresholds import compute_thresholds
     params = params_from(args)
     settings = settings_from(args)
     if args.precision != "high" and (args.high_log2n is not None or args.high_rules is not None
@@ -54,16 +54,20 @@ def run(args, main_job=False) -> int:
     if args.second_alpha_l and args.second_orders == ():
         raise ParameterError("second-route-alpha-l", "needs the second route (not "
                                                      "--second-route-orders none)")
+    out = args.out if args.out is not None else (DEFAULT_OUT / "thresholds.json" if main_job
+                                                 else None)
+    if out is not None:
+        out = check_output_file(out)
+    from ..numerics.thresholds import compute_thresholds
     t0 = time.perf_counter()
-    if not args.json:
-        print(f"symattn: thresholds for sigma={params.sigma:g}, lambda={params.lam:g}, "
-              f"omega={params.omega:g}, A={[list(r) for r in params.A]}", file=sys.stderr)
-        print(f"  {settings.rules} scrambled Sobol rules of 2^{settings.log2n} points, "
-              f"fixed-point tolerance {settings.tol:g}", file=sys.stderr, flush=True)
+    print(f"symattn: thresholds for sigma={params.sigma:g}, lambda={params.lam:g}, "
+          f"omega={params.omega:g}, A={[list(r) for r in params.A]}", file=sys.stderr)
+    print(f"  {settings.rules} scrambled Sobol rules of 2^{settings.log2n} points, "
+          f"fixed-point tolerance {settings.tol:g}", file=sys.stderr, flush=True)
     from ..numerics.branches import BranchNotFound
     from ..numerics.thresholds import ThresholdNotFound
     try:
-        th = compute_thresholds(params, settings, progress=None if args.json else _progress)
+        th = compute_thresholds(params, settings, progress=_progress)
     except (ThresholdNotFound, BranchNotFound) as exc:
         if args.json:
             print(json.dumps({"error": str(exc), "params": params.as_dict()}))
@@ -77,8 +81,6 @@ def run(args, main_job=False) -> int:
         return _high_precision(args, params, th, t0)
     wall = time.perf_counter() - t0
     data = th.to_dict()
-    out = args.out if args.out is not None else (DEFAULT_OUT / "thresholds.json" if main_job
-                                                 else None)
     if out is not None:
         write_json(out, data)
     if args.json:
@@ -88,7 +90,7 @@ def run(args, main_job=False) -> int:
     if th.alpha_c_note:
         print(th.alpha_c_note)
         print(f"alpha_l = {fmt(th.alpha_l, th.alpha_l_err)}")
-        print(f"eps_lin = {th.eps_lin:.10f} +- {th.eps_lin_err:.0e}")
+        print(f"eps_lin = {fmt(th.eps_lin, th.eps_lin_err)}")
         print("error bars: one standard error over the scrambles plus the root-finding bound")
         sem = data["semantic_at_alpha_l"]
         print(f"\nsemantic fixed point at alpha_l (mean +- standard error over {settings.rules} "
@@ -98,7 +100,7 @@ def run(args, main_job=False) -> int:
     else:
         print(f"alpha_c = {fmt(th.alpha_c, th.alpha_c_err)}")
         print(f"alpha_l = {fmt(th.alpha_l, th.alpha_l_err)}")
-        print(f"eps_lin = {th.eps_lin:.10f} +- {th.eps_lin_err:.0e}")
+        print(f"eps_lin = {fmt(th.eps_lin, th.eps_lin_err)}")
         print("error bars: one standard error over the scrambles plus the root-finding bound")
         print(f"\nfixed points at alpha_c (mean +- standard error over {settings.rules} rules):")
         pos, sem = th.at_alpha_c("positional"), th.at_alpha_c("semantic")
@@ -106,8 +108,8 @@ def run(args, main_job=False) -> int:
         for k in keys:
             print(f"  {k:10s} {pos[k]:>13.7g} +- {pos[k + '_err']:7.1e} "
                   f"{sem[k]:>13.7g} +- {sem[k + '_err']:7.1e}")
-    if out is not None:
-        print(f"\nresults written to {out}")
+    print(f"\nresults written to {out}" if out is not None else
+          "\n(--out FILE saves the full JSON: every scramble's thresholds and fixed points)")
     print(f"took {wall:.1f} s")
     return 0
 
@@ -142,19 +144,17 @@ def _high_precision(args, params, fast, t0) -> int:
         confirm_orders=(defaults.confirm_orders if args.second_orders is None
                         else tuple(args.second_orders)),
         confirm_alpha_l=args.second_alpha_l)
-    if not args.json:
-        print(f"  fast route: alpha_c = {fmt(fast.alpha_c, fast.alpha_c_err)}, alpha_l = "
-              f"{fmt(fast.alpha_l, fast.alpha_l_err)}; refining on {hp.rules} scrambled "
-              f"Sobol rules of 2^{hp.log2n} points", file=sys.stderr, flush=True)
+    print(f"  fast route: alpha_c = {fmt(fast.alpha_c, fast.alpha_c_err)}, alpha_l = "
+          f"{fmt(fast.alpha_l, fast.alpha_l_err)}; refining on {hp.rules} scrambled "
+          f"Sobol rules of 2^{hp.log2n} points", file=sys.stderr, flush=True)
     # with --out, each large scramble is kept as it finishes; a rerun computes only the rest
     checkpoint = None if args.out is None else args.out.with_name(args.out.name + ".partial")
     if checkpoint is not None:
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
     try:
         res = refine_thresholds(params, fast, hp,
-                                progress=None if args.json else _high_progress(),
-                                note=None if args.json else
-                                (lambda text: print(f"  {text}", file=sys.stderr, flush=True)),
+                                progress=_high_progress(),
+                                note=lambda text: print(f"  {text}", file=sys.stderr, flush=True),
                                 checkpoint=checkpoint)
     except CheckpointMismatch as exc:
         raise UsageError(str(exc)) from None
@@ -176,7 +176,7 @@ def _high_precision(args, params, fast, t0) -> int:
         print(f"{key} = {getattr(res, key):.9f} +- {getattr(res, key + '_err'):.1e}   "
               f"(integration {b['integration']:.1e}, root finding {b['root_finding']:.1e}, "
               f"fixed point {b['fixed_point']:.1e}, floating point {b['floating_point']:.1e})")
-    print(f"eps_lin = {fast.eps_lin:.12f} +- {fast.eps_lin_err:.0e}")
+    print(f"eps_lin = {fmt(fast.eps_lin, fast.eps_lin_err)}")
     print("error bars: the sum of the four parts; integration is one standard error over "
           "the large scrambles")
     i95 = res.integration_95

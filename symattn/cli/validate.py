@@ -8,7 +8,9 @@ from pathlib import Path
 
 from .common import (add_model_group, add_numerics_group, alpha_item, float_arg, fmt, int_arg,
                      list_arg, params_from, settings_from)
-from ..model.params import ParameterError
+from ..runs.paths import check_output_dir
+from ..simulation.data import MAX_D
+from ..simulation.memory import check_size
 
 
 def add_parser(sub):
@@ -17,7 +19,7 @@ def add_parser(sub):
     v.add_argument("--out", required=True, type=Path, help="output directory (rerun to resume)")
     v.add_argument("--alphas", type=list_arg("alphas", alpha_item), default=(1.0, 1.25, 1.5, 1.75, 2.0),
                    help="comma-separated alphas (default 1,1.25,1.5,1.75,2)")
-    v.add_argument("--ds", type=list_arg("ds", int_arg("d", 2, 10**7)),
+    v.add_argument("--ds", type=list_arg("ds", int_arg("d", 2, MAX_D)),
                    default=(250, 500, 1000, 2000, 4000),
                    help="comma-separated dimensions (default 250,500,1000,2000,4000)")
     v.add_argument("--seeds", type=int_arg("seeds", 1, 100000), default=8,
@@ -26,10 +28,10 @@ def add_parser(sub):
                    "at every d")
     v.add_argument("--same-seeds", action="store_true",
                    help="use --seeds seeds at every d instead")
-    v.add_argument("--positional-scale", dest="positional_scale", type=float_arg("positional-scale"),
+    v.add_argument("--positional-scale", dest="positional_scale", type=float_arg("positional-scale", 0.0, lo_open=True),
                    default=1.0, help="positional warm start Q = s (1, ..., 1), i.e. m = s "
                    "(default 1, as symattn.simulation)")
-    v.add_argument("--workers", type=int_arg("workers", 1, 64), default=2,
+    v.add_argument("--workers", type=int_arg("workers", 1, 256), default=2,
                    help="worker processes (default 2; 1 runs in this process)")
     v.add_argument("--n-test", dest="n_test", type=int_arg("n-test", 1, 10**7), default=10000,
                    help="fresh test sentences per task (default 10000)")
@@ -38,12 +40,14 @@ def add_parser(sub):
 
 
 def run(args, argv=None) -> int:
-    from ..experiments.validation import ValidationGrid, run_validation
-    from ..outputs.report import write_validation_report
     params = params_from(args)
     settings = settings_from(args)
-    if not args.positional_scale > 0:
-        raise ParameterError("positional-scale", f"must be > 0, got {args.positional_scale:g}")
+    for d in args.ds:
+        check_size(d, min(args.alphas), args.n_test, d_name="ds", n_test_name="n-test")
+    check_size(max(args.ds), max(args.alphas), copies=args.workers, d_name="ds")
+    check_output_dir(args.out)
+    from ..experiments.validation import ValidationGrid, run_validation
+    from ..outputs.report import write_validation_report
     grid = ValidationGrid(alphas=args.alphas, ds=args.ds, seeds=args.seeds, n_test=args.n_test,
                           scale_seeds=not args.same_seeds, positional_scale=args.positional_scale)
     t0 = time.perf_counter()

@@ -8,12 +8,15 @@ error with exit status 2).
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-__all__ = ["ModelParams", "ParameterError", "PAPER_A", "APPENDIX_A", "check_alpha"]
+from .checks import ParameterError, check_alpha, check_number
+
+__all__ = ["ModelParams", "ParameterError", "PAPER_A", "APPENDIX_A", "check_alpha", "SIGMA_RANGE",
+           "LAM_RANGE"]
 
 #: The paper's default positional attention matrix (model page §2).
 PAPER_A = ((0.6, 0.4), (0.4, 0.6))
@@ -22,36 +25,14 @@ APPENDIX_A = ((0.3, 0.7), (0.8, 0.2))
 
 _ROW_SUM_TOL = 1e-9
 
-
-class ParameterError(ValueError):
-    """An input parameter is outside the model's domain.
-
-    ``name`` is the parameter (as spelled on the command line and in JSON).
-    """
-
-    def __init__(self, name: str, message: str):
-        super().__init__(f"{name}: {message}")
-        self.name = name
+#: ``(lowest, highest)`` token noise sigma (lowest excluded).  TODO(issue 18): measured limits.
+SIGMA_RANGE = (0.0, None)
+#: ``(lowest, highest)`` ridge penalty lambda (lowest excluded).  TODO(issue 18): measured limits.
+LAM_RANGE = (0.0, None)
 
 
 def _finite(name: str, value) -> float:
-    if isinstance(value, (bool, str, bytes)):      # float(True) == 1.0, float("0.3") == 0.3
-        raise ParameterError(name, f"not a number: {value!r}")
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(name, f"not a number: {value!r}") from None
-    if not math.isfinite(x):
-        raise ParameterError(name, f"must be finite, got {value!r}")
-    return x
-
-
-def check_alpha(alpha) -> float:
-    """Return ``alpha`` as a float, or raise if it is not a positive finite number."""
-    a = _finite("alpha", alpha)
-    if a <= 0:
-        raise ParameterError("alpha", f"must be > 0, got {a:g}")
-    return a
+    return check_number(name, value)
 
 
 @dataclass(frozen=True)
@@ -79,15 +60,9 @@ class ModelParams:
     A: tuple = field(default=PAPER_A)
 
     def __post_init__(self):
-        sigma = _finite("sigma", self.sigma)
-        if sigma <= 0:
-            raise ParameterError("sigma", f"must be > 0, got {sigma:g}")
-        lam = _finite("lam", self.lam)
-        if lam <= 0:
-            raise ParameterError("lam", f"must be > 0, got {lam:g}")
-        omega = _finite("omega", self.omega)
-        if not 0.0 <= omega <= 1.0:
-            raise ParameterError("omega", f"must lie in [0, 1], got {omega:g}")
+        sigma = check_number("sigma", self.sigma, *SIGMA_RANGE, lo_open=True)
+        lam = check_number("lam", self.lam, *LAM_RANGE, lo_open=True)
+        omega = check_number("omega", self.omega, 0.0, 1.0)
         try:
             rows = [[_finite("A", x) for x in row] for row in self.A]
         except TypeError:
@@ -130,6 +105,22 @@ class ModelParams:
         because a fold is exact only then.
         """
         return self.A[0][0] == self.A[1][1]
+
+    @classmethod
+    def coerce(cls, params) -> "ModelParams":
+        """``params`` if it is a :class:`ModelParams`; a ``dict`` of its fields (as
+        :meth:`as_dict` writes them) made into one; anything else refused, naming ``params``."""
+        if isinstance(params, cls):
+            return params
+        if isinstance(params, Mapping):
+            names = {f.name for f in fields(cls)}
+            unknown = sorted(set(params) - names)
+            if unknown:
+                raise ParameterError("params", f"unknown key(s) {unknown}; the parameters are "
+                                               f"{sorted(names)}")
+            return cls(**params)
+        raise ParameterError("params", f"expected ModelParams or a dict of its fields, got "
+                                       f"{type(params).__name__}")
 
     def as_dict(self) -> dict:
         return {"sigma": self.sigma, "lam": self.lam, "omega": self.omega,

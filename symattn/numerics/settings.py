@@ -11,9 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model.params import ParameterError
+from ..model.checks import check_int, check_number
 
-__all__ = ["NumericalSettings"]
+__all__ = ["NumericalSettings", "LOG2N_RANGE", "RULES_RANGE", "TOL_RANGE"]
+
+#: Sobol points per rule, ``2**log2n``: the smallest at which the thresholds are found at the
+#: paper's parameters (TODO issue 18: measured), the largest a rule that fits in memory.
+LOG2N_RANGE = (6, 22)
+#: Scrambles: two at least, since their spread is the error bar.
+RULES_RANGE = (2, 256)
+#: Fixed-point residual tolerance: not below the rounding of the residual (about 1e-14 for
+#: order parameters of order one), not above 1e-3 (a residual that large is no fixed point).
+TOL_RANGE = (1e-14, 1e-3)
 
 
 @dataclass(frozen=True)
@@ -28,16 +37,12 @@ class NumericalSettings:
     seed: int = 0             #: seed of the first scramble; rule k uses seed + k
 
     def __post_init__(self):
-        for name, lo, hi in (("log2n", 1, 24), ("rules", 1, 4096)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-                raise ParameterError(name, f"must be an integer in [{lo}, {hi}], got {v!r}")
-        for name in ("tol", "root_tol", "alpha_start"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
-                raise ParameterError(name, f"must be a positive finite number, got {v!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ParameterError("seed", f"must be a non-negative integer, got {self.seed!r}")
+        check_int("log2n", self.log2n, *LOG2N_RANGE)
+        check_int("rules", self.rules, *RULES_RANGE)
+        check_number("tol", self.tol, *TOL_RANGE)
+        check_number("root_tol", self.root_tol, 0.0, lo_open=True)
+        check_number("alpha_start", self.alpha_start, 0.0, lo_open=True)
+        check_int("seed", self.seed, 0, 2**32 - 1)
 
     @property
     def prox_tol(self) -> float:

@@ -5,14 +5,24 @@
 - :mod:`.train` -- warm starts, L-BFGS-B minimisation, order parameters, test errors, the linear
   baseline, paired starts and seed averages.
 """
-from .data import Dataset, fresh_sentences, make_dataset, student_attention, teacher_attention
-from .empirical_risk import order_parameters, risk, risk_and_grad
-from .train import (STARTS, Minimum, SimulationResult, linear_baseline, minimise, run, run_paired,
-                    simulate, generalisation_errors, train_starts, warm_start)
+from importlib import import_module
 
-__all__ = [
-    "Dataset", "make_dataset", "fresh_sentences", "student_attention", "teacher_attention",
-    "risk", "risk_and_grad", "order_parameters",
-    "STARTS", "Minimum", "SimulationResult", "warm_start", "minimise", "linear_baseline",
-    "generalisation_errors", "train_starts", "run", "run_paired", "simulate",
-]
+#: where each public name lives; imported on first use, so that the size checks
+#: (:mod:`.memory`) load without scipy, and a bad command line is refused at once
+_WHERE = {
+    "Dataset": "data", "make_dataset": "data", "fresh_sentences": "data",
+    "student_attention": "data", "teacher_attention": "data",
+    "risk": "empirical_risk", "risk_and_grad": "empirical_risk",
+    "order_parameters": "empirical_risk",
+    **{name: "train" for name in (
+        "STARTS", "Minimum", "SimulationResult", "warm_start", "minimise", "linear_baseline",
+        "generalisation_errors", "train_starts", "run", "run_paired", "simulate")},
+}
+
+__all__ = list(_WHERE)
+
+
+def __getattr__(name):
+    if name in _WHERE:
+        return getattr(import_module(f".{_WHERE[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

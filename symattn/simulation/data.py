@@ -52,7 +52,8 @@ from typing import Iterator
 
 import numpy as np
 
-from ..model import ModelParams, check_alpha
+from ..model import ModelParams
+from ..model.checks import ParameterError, check_alpha, check_int
 
 __all__ = [
     "SIGNS",
@@ -222,9 +223,26 @@ def _resolve_dtype(dtype, n: int, d: int):
     return dt.type
 
 
+#: Largest dimension accepted.
+MAX_D = 10**7
+
+
+def check_instance(d, alpha, seed=0, *, d_name: str = "d") -> tuple:
+    """``(d, alpha)`` of one data set, checked: ``d`` an integer in ``[2, MAX_D]``, ``alpha > 0``
+    with at least one training sentence (``round(alpha d) >= 1``), ``seed`` a non-negative
+    integer.  Raises :class:`ParameterError` naming the parameter."""
+    d = check_int(d_name, d, 2, MAX_D)
+    alpha = check_alpha(alpha)
+    check_int("seed", seed, 0)
+    if n_sentences(d, alpha) < 1:
+        raise ParameterError("alpha", f"alpha d = {alpha * d:.3g} rounds to no training sentence; "
+                                      f"need alpha >= {0.5 / d:.3g} at d = {d}")
+    return d, alpha
+
+
 def n_sentences(d: int, alpha: float) -> int:
-    """``n = round(alpha d)`` (at least 1)."""
-    return max(1, int(round(alpha * d)))
+    """``n = round(alpha d)`` (:func:`~symattn.simulation.memory.check_size` refuses 0)."""
+    return int(round(alpha * d))
 
 
 def make_dataset(params: ModelParams, d: int, alpha: float, seed: int = 0, *,
@@ -247,10 +265,8 @@ def make_dataset(params: ModelParams, d: int, alpha: float, seed: int = 0, *,
     chunk_size : int, optional
         Sentences drawn per chunk (does not change the data).
     """
-    d = int(d)
-    if d < 2:
-        raise ValueError(f"d must be >= 2, got {d}")
-    alpha = check_alpha(alpha)
+    params = ModelParams.coerce(params)
+    d, alpha = check_instance(d, alpha, seed)
     n = n_sentences(d, alpha)
     store = _resolve_dtype(dtype, n, d)
     rng = np.random.default_rng(_streams(seed)[0])

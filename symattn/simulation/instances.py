@@ -141,6 +141,23 @@ class SimulationSummary(dict):
     ``instances`` (one row per seed and start), ``params``, ``wall_time``.
     """
 
+    def failures(self) -> str:
+        """Why these numbers are not minima, or ``""``: instances whose L-BFGS-B solve stopped
+        above the gradient tolerance, and quantities that are not finite (e.g. an overflowed
+        risk).  ``symattn simulate`` exits with status 3 when this is not empty."""
+        bad = [f"{r['start']} seed {r['seed']}" for r in self["instances"]
+               if not r["converged"]]
+        nonfinite = sorted({k for r in self["instances"] for k in QUANTITIES + ("eps_lin",)
+                            if not math.isfinite(r[k])})
+        parts = []
+        if bad:
+            parts.append(f"{len(bad)} of {len(self['instances'])} minimisations did not converge "
+                         f"(gradient above the tolerance: {', '.join(bad[:4])}"
+                         f"{', ...' if len(bad) > 4 else ''})")
+        if nonfinite:
+            parts.append(f"not finite: {', '.join(nonfinite)}")
+        return "; ".join(parts) + ("; these numbers are not minima" if parts else "")
+
     def to_dict(self) -> dict:
         """A plain dict, ``nan`` as ``None`` (the command line's JSON)."""
         return _json_safe(dict(self))
