@@ -20,6 +20,9 @@ def run(args) -> int:
     params_from(args)                                  # bad input: one line, before the imports
     settings = settings_from(args)
     alpha = args.alpha
+    print(f"symattn: {args.branch} fixed point at alpha = {alpha:g}, omega = {args.omega:g} on "
+          f"{settings.rules} scrambled Sobol rules of 2^{settings.log2n} points",
+          file=sys.stderr, flush=True)
     from ..api import fixed_point
     from ..numerics.branches import BranchNotFound
     try:

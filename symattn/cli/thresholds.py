@@ -173,7 +173,7 @@ def _high_precision(args, params, fast, t0) -> int:
         return 0
     for key in ("alpha_c", "alpha_l"):
         b = res.budget[key]
-        print(f"{key} = {getattr(res, key):.9f} +- {getattr(res, key + '_err'):.1e}   "
+        print(f"{key} = {fmt(getattr(res, key), getattr(res, key + '_err'))}   "
               f"(integration {b['integration']:.1e}, root finding {b['root_finding']:.1e}, "
               f"fixed point {b['fixed_point']:.1e}, floating point {b['floating_point']:.1e})")
     print(f"eps_lin = {fmt(fast.eps_lin, fast.eps_lin_err)}")
@@ -188,14 +188,14 @@ def _high_precision(args, params, fast, t0) -> int:
         orders = [r["outer_order"] for r in second["table"][-4:-1]]
         print(f"\nsecond route (line preintegration, mean over Gauss-Hermite outer orders "
               f"{', '.join(map(str, orders))}): alpha_c = "
-              f"{second['alpha_c']:.9f} +- {second['alpha_c_err']:.1e}; the two routes {verdict} "
+              f"{fmt(second['alpha_c'], second['alpha_c_err'])}; the two routes {verdict} "
               "within their error bars")
         second_l = second.get("alpha_l_route")
         if second_l is not None:
             verdict = "agree" if second_l["agrees"] else "DISAGREE"
             print(f"second route for alpha_l (fixed points with line-preintegrated atoms, mean "
                   f"over outer orders {', '.join(map(str, orders))}): alpha_l = "
-                  f"{second_l['alpha_l']:.9f} +- {second_l['alpha_l_err']:.1e}; the two routes "
+                  f"{fmt(second_l['alpha_l'], second_l['alpha_l_err'])}; the two routes "
                   f"{verdict} within their error bars")
     if args.out is not None:
         print(f"\nresults written to {args.out}")
