@@ -134,18 +134,16 @@ class PhaseDiagram:
 
 def phase_diagram(*, out, omegas="0:0.45:0.025", sigma: float = 0.5, lam: float = 0.01,
                   A=PAPER_A, log2n: int = 12, rules: int = 4, alpha_max: float = 4.0,
-                  executor=None, progress=None) -> PhaseDiagram:
+                  executor=None, progress=None, note=None) -> PhaseDiagram:
     """``alpha_c``, ``alpha_l``, the branch ends and curves for each ``omega``, saved in
     ``out`` as each finishes (``symattn phase-diagram``; rerun to resume).  ``omegas`` is
-    ``"start:stop:step"`` (stop included), a comma list, or a sequence of numbers."""
-    from .experiments.phase_diagram import PhaseDiagramSettings, omega_grid, run_phase_diagram
-    grid = (omega_grid(omegas) if isinstance(omegas, str)
-            else omega_grid(",".join(repr(float(w)) for w in omegas)))
-    if not alpha_max > 1:
-        raise ParameterError("alpha_max", f"must be > 1, got {alpha_max!r}")
+    ``"start:stop:step"`` (stop included), a comma list, or a sequence of numbers.
+    ``note(text)`` is told what a resumed run finds done; ``out`` is locked for the run."""
+    from .experiments.phase_diagram import PhaseDiagramSettings, run_phase_diagram
     params = model_params(sigma=sigma, lam=lam, A=A)
     settings = PhaseDiagramSettings(log2n=log2n, rules=rules, alpha_max=alpha_max)
-    points = run_phase_diagram(params, grid, out, settings, executor=executor, progress=progress)
+    points = run_phase_diagram(params, omegas, out, settings, executor=executor,
+                               progress=progress, note=note)
     return PhaseDiagram(Path(out), points)
 
 
@@ -178,21 +176,22 @@ def validate(*, out, alphas=(1.0, 1.25, 1.5, 1.75, 2.0), ds=(250, 500, 1000, 200
              seeds: int = 8, same_seeds: bool = False, n_test: int = 10000,
              positional_scale: float = 1.0, workers: int = 2, omega: float = 0.3,
              sigma: float = 0.5, lam: float = 0.01, A=PAPER_A, log2n: int = 13, rules: int = 4,
-             tol: float = 1e-10, figures: bool = True) -> Validation:
+             tol: float = 1e-10, figures: bool = True, note=None) -> Validation:
     """Theory against finite-size training over an ``alphas x ds`` grid (``symattn validate``),
-    saved in ``out`` (rerun to resume); the report and (``figures``) the figures are written
-    there too."""
+    saved in ``out`` (rerun to resume; locked for the run); the report and (``figures``) the
+    figures are written there too.  ``note(text)`` is told what a resumed run finds done and
+    what it repaired (default: a line on stderr)."""
     from .experiments.validation import ValidationGrid, run_validation
     from .outputs.report import write_validation_report
     params = model_params(omega=omega, sigma=sigma, lam=lam, A=A)
-    grid = ValidationGrid(alphas=tuple(check_alpha(a) for a in alphas), ds=tuple(ds), seeds=seeds,
+    grid = ValidationGrid(alphas=tuple(alphas), ds=tuple(ds), seeds=seeds,
                           n_test=n_test, scale_seeds=not same_seeds,
                           positional_scale=positional_scale)
 
     def report(o, res, g, theory):
         return write_validation_report(o, res, g, theory, make_plots=figures)
     res = run_validation(params, grid, _settings(log2n, rules, tol), Path(out), workers=workers,
-                         report=report)
+                         report=report, note=note)
     return Validation(Path(out), res)
 
 

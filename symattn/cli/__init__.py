@@ -29,6 +29,7 @@ stable (other tools call them).
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from ..model.params import ParameterError
@@ -60,18 +61,22 @@ def main(argv=None) -> int:
                "simulate": simulate.run, "latex": latex.run, "phase-diagram": phase_diagram.run,
                "plot": phase_diagram.run_plot,
                "validate": lambda a: validate.run(a, argv=["symattn"] + list(argv))}
-        if args.command in run:
+        if args.command not in run:
+            parser.print_help()
+            return EXIT_USAGE
+        from ..runs.executors import signals_raise_interrupt
+        with signals_raise_interrupt():
             return run[args.command](args)
-        parser.print_help()
-        return EXIT_USAGE
     except (ParameterError, UsageError) as exc:
         print(f"symattn: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("symattn: interrupted" + ("; completed tasks are saved, rerun the same command to "
-                                        "resume" if argv and argv[0] in RESUMABLE else ""),
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", None)
+        how = "interrupted" if signum is None else f"terminated ({signal.Signals(signum).name})"
+        print(f"symattn: {how}" + ("; completed tasks are saved, rerun the same command to "
+                                   "resume" if argv and argv[0] in RESUMABLE else ""),
               file=sys.stderr)
-        return 130
+        return 130 if signum is None else 128 + signum
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..model.checks import MAX_GRID_POINTS, ParameterError
 from ..numerics.settings import LOG2N_RANGE, RULES_RANGE
 from ..runs.paths import check_output_dir
-from .common import add_model_group, float_arg, int_arg, omegas_arg, params_from
+from .common import EXIT_NOT_FOUND, add_model_group, float_arg, int_arg, omegas_arg, params_from
 
 __all__ = ["add_parser", "run", "run_plot"]
 
@@ -59,35 +59,41 @@ def _progress(k, n, r, elapsed):
           f"elapsed {elapsed:.0f} s, about {eta:.0f} s left)", file=sys.stderr, flush=True)
 
 
+def _note(text):
+    print(f"symattn: {text}", file=sys.stderr, flush=True)
+
+
 def run(args) -> int:
     params = params_from(args)
-    omegas = args.omegas if isinstance(args.omegas, list) else omegas_arg(args.omegas)
+    omegas = args.omegas                 # parsed by omegas_arg (argparse converts the default too)
     check_output_dir(args.out)
-    from concurrent.futures import ProcessPoolExecutor
-
     from ..experiments.phase_diagram import PhaseDiagramSettings, run_phase_diagram
-    from ..runs.executors import dask_executor
+    from ..runs.executors import dask_executor, process_pool, stop_pool
+    from ..runs.lock import output_lock
     settings = PhaseDiagramSettings(log2n=args.log2n, rules=args.rules,
                                     alpha_max=args.alpha_max)
-    if args.scheduler:
-        executor = dask_executor(args.scheduler)
-    else:
-        executor = ProcessPoolExecutor(max_workers=args.workers) if args.workers else None
-    print(f"symattn: phase diagram over {len(omegas)} values of omega into {args.out} "
-          f"({settings.rules} rules of 2^{settings.log2n} points each)", file=sys.stderr,
-          flush=True)
-    try:
-        pts = run_phase_diagram(params, omegas, args.out, settings, executor=executor,
-                                progress=_progress)
-    finally:
+    with output_lock(args.out):          # a busy folder is refused before anything is printed
+        if args.scheduler:
+            executor = dask_executor(args.scheduler)
+        else:
+            executor = process_pool(args.workers) if args.workers else None
+        print(f"symattn: phase diagram over {len(omegas)} values of omega into {args.out} "
+              f"({settings.rules} rules of 2^{settings.log2n} points each)", file=sys.stderr,
+              flush=True)
+        try:
+            pts = run_phase_diagram(params, omegas, args.out, settings, executor=executor,
+                                    progress=_progress, note=_note)
+        except BaseException:
+            stop_pool(executor)
+            raise
         if executor is not None:
             executor.shutdown()
+        figs = _figures(args.out, _nearest(omegas, 0.3))
     failed = [p for p in pts if p.get("status") != "ok"]
     for p in failed:
         print(f"symattn: omega = {p['omega']:g}: {p['status']}", file=sys.stderr)
-    figs = _figures(args.out, _nearest(omegas, 0.3))
     print(f"wrote {args.out / 'phase_diagram.csv'} and {len(figs)} figure files")
-    return 0 if not failed else 1
+    return 0 if not failed else EXIT_NOT_FOUND
 
 
 def _figures(out_dir, omega):
@@ -122,4 +128,4 @@ def run_plot(args) -> int:
     figs = _figures(args.dir, omega)
     for f in figs:
         print(f)
-    return 0 if figs else 1
+    return 0 if figs else EXIT_NOT_FOUND

@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import (add_model_group, add_numerics_group, alpha_item, float_arg, fmt, int_arg,
+from .common import (EXIT_NOT_FOUND, add_model_group, add_numerics_group, alpha_item, float_arg, fmt, int_arg,
                      list_arg, params_from, settings_from)
 from ..runs.paths import check_output_dir
 from ..simulation.data import MAX_D
@@ -68,5 +68,5 @@ def run(args, argv=None) -> int:
     if res["failed"]:
         print(f"symattn: {len(res['failed'])} task(s) failed (see above); rerun to retry them",
               file=sys.stderr)
-        return 1
+        return EXIT_NOT_FOUND
     return 0

@@ -33,8 +33,14 @@ For every ``omega`` of a grid, one *task* (warm starts along ``alpha`` stay insi
 Results are written per ``omega`` as soon as a task finishes (``points/omega=W.json``, by
 write-then-rename) and the tidy ``phase_diagram.csv`` is rebuilt from them; rerunning the same
 command skips every ``omega`` already on disk, so a killed run resumes with no point lost or
-duplicated.  Tasks run on any :class:`concurrent.futures.Executor`: local processes by default,
-or a Dask cluster (``--scheduler ADDRESS``, needs ``dask[distributed]``).
+duplicated.  Tasks run on any :class:`concurrent.futures.Executor`: local processes by default
+(:func:`symattn.runs.executors.process_pool`: they die with the run), or a Dask cluster
+(``--scheduler ADDRESS``, needs ``dask[distributed]``).
+
+One run at a time: the folder is locked while a run works in it
+(:func:`symattn.runs.lock.output_lock`, ``DIR/.lock``), and a second run is refused.  A
+damaged file (a point file or ``metadata.json`` cut short, or without its keys) is refused
+with its path and what to do.
 """
 
 from __future__ import annotations
@@ -45,15 +51,19 @@ import json
 import math
 import sys
 import time
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, as_completed
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from ..model.checks import check_number, omega_grid
 from ..model.params import ModelParams, ParameterError
-from ..runs.executors import default_workers
-from ..runs.files import atomic_write_text, read_json
+from ..numerics.settings import NumericalSettings
+from ..runs.executors import default_workers, process_pool
+from ..runs.files import DamagedFile, atomic_write_text, read_json
+from ..runs.lock import output_lock
 from ..runs.metadata import versions
 from ..stats import mean_se
 
@@ -78,27 +88,10 @@ class PhaseDiagramSettings:
     alpha_min: float = 0.02  #: and down to here
     seed: int = 0
 
-
-def omega_grid(spec: str) -> list:
-    """``"0:0.45:0.025"`` (start:stop:step, stop included) or ``"0.1,0.2,0.3"``."""
-    try:
-        if ":" in spec:
-            a, b, h = (float(v) for v in spec.split(":"))
-            if h <= 0 or b < a:
-                raise ValueError
-            n = int(math.floor((b - a) / h + 1e-9)) + 1
-            vals = [round(a + k * h, 12) for k in range(n)]
-        else:
-            vals = [float(v) for v in spec.split(",") if v.strip()]
-    except ValueError:
-        raise ParameterError("omegas", f"expected start:stop:step or a comma list, got {spec!r}") \
-            from None
-    if not vals:
-        raise ParameterError("omegas", "empty grid")
-    for v in vals:
-        if not 0 <= v <= 1:
-            raise ParameterError("omegas", f"every omega must lie in [0, 1], got {v:g}")
-    return vals
+    def __post_init__(self):
+        NumericalSettings(log2n=self.log2n, rules=self.rules, tol=self.tol, seed=self.seed)
+        check_number("alpha_max", self.alpha_max, 1.0, 64.0, lo_open=True)
+        check_number("alpha_min", self.alpha_min, 0.0, 1.0, lo_open=True, hi_open=True)
 
 
 def _mean_err(values, extra=0.0):
@@ -160,7 +153,6 @@ def phase_point(params_dict: dict, omega: float, settings_dict: dict) -> dict:
     from ..numerics.continuation import follow_branch
     from ..numerics.observables import linear_baseline_error
     from ..numerics.quadrature import SobolRule
-    from ..numerics.settings import NumericalSettings
     from ..numerics.thresholds import thresholds_on_nodes
 
     t0 = time.perf_counter()
@@ -246,9 +238,52 @@ def _point_path(out_dir: Path, omega: float) -> Path:
     return out_dir / "points" / f"omega={omega:.6f}.json"
 
 
+#: keys every point file has (what resuming, the CSV and the figures rely on)
+POINT_KEYS = ("omega", "status", "alpha_c", "alpha_l")
+#: what to do about a damaged point file
+POINT_REMEDY = "delete it to recompute that omega (rerun the same phase-diagram command)"
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def read_point(path) -> dict:
+    """One point file, checked: a JSON object with :data:`POINT_KEYS`, a finite ``omega``
+    that matches the file's name, numbers (or null) for ``alpha_c`` and ``alpha_l`` and
+    ``curves`` (if any) holding both branches as lists of rows.  Anything else raises
+    :class:`~symattn.runs.files.DamagedFile` naming the file and what to do."""
+    path = Path(path)
+    d = read_json(path, "out", POINT_REMEDY)
+
+    def damaged(detail):
+        return DamagedFile(path, detail, POINT_REMEDY)
+
+    if not isinstance(d, dict):
+        raise damaged(f"a point file holds a JSON object, not {type(d).__name__}")
+    missing = [k for k in POINT_KEYS if k not in d]
+    if missing:
+        raise damaged(f"no {', '.join(missing)}")
+    w = d["omega"]
+    if not _number(w) or not math.isfinite(w):
+        raise damaged(f"omega = {w!r} is not a number")
+    if _point_path(path.parent.parent, w).name != path.name:
+        raise damaged(f"it holds omega = {w!r}, not the omega of its name")
+    for k in ("alpha_c", "alpha_l"):
+        if d[k] is not None and not _number(d[k]):
+            raise damaged(f"{k} = {d[k]!r} is not a number")
+    curves = d.get("curves")
+    if curves and not (isinstance(curves, dict) and all(
+            isinstance(curves.get(b), list) and all(isinstance(r, dict) for r in curves[b])
+            for b in ("semantic", "positional"))):
+        raise damaged("its branch curves are not two lists of rows")
+    return d
+
+
 def load_points(out_dir) -> list:
-    """All finished ``omega`` results in ``out_dir``, sorted by ``omega``."""
-    pts = [read_json(p, "out") for p in sorted((Path(out_dir) / "points").glob("*.json"))]
+    """All finished ``omega`` results in ``out_dir``, sorted by ``omega``, each checked by
+    :func:`read_point` (a damaged file raises, naming it)."""
+    pts = [read_point(p) for p in sorted((Path(out_dir) / "points").glob("*.json"))]
     return sorted(pts, key=lambda d: d["omega"])
 
 
@@ -266,19 +301,47 @@ def _metadata(params: ModelParams, settings: PhaseDiagramSettings, omegas) -> di
             "settings": asdict(settings), "omegas": list(omegas), "versions": versions()}
 
 
+#: what to do about a damaged metadata.json
+META_REMEDY = ("delete it and rerun the same command: the saved points are kept (it records "
+               "the model and settings they were computed with)")
+
+
 def run_phase_diagram(params: ModelParams, omegas, out_dir, settings=PhaseDiagramSettings(),
-                      executor: Executor | None = None, progress=None, task=phase_point) -> list:
+                      executor: Executor | None = None, progress=None, task=phase_point,
+                      note=None) -> list:
     """Compute the missing ``omega`` points into ``out_dir`` and return all of them.
 
     ``params.omega`` is ignored (the grid replaces it).  An existing ``out_dir`` must hold
     results for the same model and settings; otherwise :class:`ParameterError` is raised.
-    ``progress(done, total, result)`` is called after each finished ``omega``.
+    ``progress(done, total, result)`` is called after each finished ``omega``; ``note(text)``
+    (if given) is told how much a resumed run finds done (``resuming: 12 of 19 omegas already
+    done in DIR``).
+
+    ``out_dir`` is locked for the run (:func:`~symattn.runs.lock.output_lock`): a second run
+    on it raises :class:`~symattn.runs.lock.OutputInUse`.  A damaged point file or
+    ``metadata.json`` raises :class:`~symattn.runs.files.DamagedFile` naming it.
+    ``executor`` defaults to :func:`~symattn.runs.executors.process_pool` (one worker per
+    core, at most one per ``omega``), whose workers are terminated if the run is interrupted
+    (``KeyboardInterrupt``); a caller's ``executor`` is left to the caller.
     """
+    params = ModelParams.coerce(params)
+    omegas = omega_grid(omegas)
     out_dir = Path(out_dir)
+    with output_lock(out_dir):
+        return _run_locked(params, omegas, out_dir, settings, executor, progress, task, note)
+
+
+def _run_locked(params, omegas, out_dir: Path, settings, executor, progress, task, note):
+    """:func:`run_phase_diagram` once the folder is locked."""
     meta = _metadata(params, settings, omegas)
     meta_path = out_dir / "metadata.json"
     if meta_path.exists():
-        old = read_json(meta_path, "out")
+        old = read_json(meta_path, "out", META_REMEDY)
+        if not (isinstance(old, dict) and isinstance(old.get("omegas", []), list)
+                and all(_number(w) for w in old.get("omegas", []))
+                and _number(old.get("wall_time", 0.0))):
+            raise DamagedFile(meta_path, "not the JSON object a phase diagram writes",
+                              META_REMEDY)
         for key in ("params", "settings"):
             if old.get(key) != json.loads(json.dumps(meta[key])):
                 raise ParameterError("out", f"{out_dir} holds a phase diagram with different "
@@ -288,13 +351,16 @@ def run_phase_diagram(params: ModelParams, omegas, out_dir, settings=PhaseDiagra
     atomic_write_text(meta_path, json.dumps(meta, indent=2))
     done = {round(d["omega"], 9) for d in load_points(out_dir)}
     todo = [w for w in omegas if round(w, 9) not in done]
+    if note and done:
+        grid = {round(w, 9) for w in omegas}
+        note(f"resuming: {len(grid & done)} of {len(grid)} omegas already done in {out_dir}")
     t0 = time.perf_counter()
     pdict = {k: v for k, v in params.as_dict().items() if k != "omega"}
     pdict["A"] = tuple(tuple(r) for r in pdict["A"])
     if todo:
-        own = executor is None
-        ex = executor or ProcessPoolExecutor(max_workers=min(len(todo), default_workers()))
-        try:
+        pool = (process_pool(min(len(todo), default_workers())) if executor is None
+                else nullcontext(executor))
+        with pool as ex:
             futures = [ex.submit(task, pdict, w, asdict(settings)) for w in todo]
             for k, fut in enumerate(as_completed(futures), start=1):
                 res = fut.result()
@@ -302,9 +368,6 @@ def run_phase_diagram(params: ModelParams, omegas, out_dir, settings=PhaseDiagra
                 write_csv(out_dir)
                 if progress:
                     progress(len(done) + k, len(done) + len(todo), res, time.perf_counter() - t0)
-        finally:
-            if own:
-                ex.shutdown(cancel_futures=True)
     write_csv(out_dir)
     meta["wall_time"] = meta.get("wall_time", 0.0) + (time.perf_counter() - t0)
     atomic_write_text(meta_path, json.dumps(meta, indent=2))

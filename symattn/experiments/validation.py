@@ -39,7 +39,11 @@ Files in the output directory
 
 A rerun with the same arguments skips every completed task (resumable; an interrupted run
 loses at most the tasks in flight).  A run may be extended (more ``alphas``, ``ds`` or seeds);
-one with different model parameters or simulation settings is refused.
+one with different model parameters or simulation settings is refused.  The folder is locked
+while a run works in it (``DIR/.lock``, :func:`symattn.runs.lock.output_lock`): a second run
+is refused.  On resuming, a partial last line of a CSV (a killed run's) is dropped and the
+run says so; a line damaged otherwise, or a damaged ``run.json`` or
+``theory_thresholds.json``, is refused with its path and what to do.
 
 Statistics
 ----------
@@ -69,15 +73,15 @@ Statistics
 from __future__ import annotations
 
 import math
-import multiprocessing
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from ..model.checks import check_int, check_number
 from ..model.params import ModelParams, ParameterError, check_alpha
 from ..numerics.branches import BranchNotFound, solve_branch
 from ..numerics.channel import OutputChannel
@@ -85,13 +89,15 @@ from ..numerics.observables import linear_baseline_error
 from ..numerics.quadrature import SobolRule
 from ..numerics.settings import NumericalSettings
 from ..numerics.thresholds import ThresholdNotFound, compute_thresholds
-from ..runs.executors import InProcess, as_completed_jobs
-from ..runs.files import TidyCSV, read_json, write_json, write_rows
+from ..runs.executors import InProcess, as_completed_jobs, process_pool
+from ..runs.files import DamagedFile, TidyCSV, read_json, write_json, write_rows
+from ..runs.lock import output_lock
 from ..runs.metadata import versions
 from ..runs.progress import Progress
 from ..simulation.instances import (PAIRED_STARTS, QUANTITIES, SIM_COLUMNS, SIM_TYPES, alpha_key,
                                     simulation_task)
-from ..simulation.memory import check_memory
+from ..simulation.data import MAX_D
+from ..simulation.memory import check_memory, check_size
 from ..stats import fit_power_law, first_crossing, bootstrap_crossing, mean_se, regression_estimate
 
 __all__ = ["THEORY_COLUMNS", "ValidationGrid", "TheorySettings", "theory_alpha_grid", "theory_sweep",
@@ -127,14 +133,17 @@ class ValidationGrid:
     positional_scale: float = 1.0
 
     def __post_init__(self):
-        alphas = tuple(sorted({alpha_key(check_alpha(a)) for a in self.alphas}))
+        alphas = tuple(sorted({alpha_key(check_alpha(a, "alphas")) for a in self.alphas}))
         if not alphas:
             raise ParameterError("alphas", "need at least one alpha")
-        ds = tuple(sorted({int(d) for d in self.ds}))
-        if not ds or ds[0] < 2:
-            raise ParameterError("ds", f"every d must be an integer >= 2, got {list(self.ds)}")
-        if int(self.seeds) < 1:
-            raise ParameterError("seeds", f"must be >= 1, got {self.seeds}")
+        ds = tuple(sorted({check_int("ds", d, 2, MAX_D) for d in self.ds}))
+        if not ds:
+            raise ParameterError("ds", "need at least one d")
+        for d in ds:                         # every task has a training sentence and fits
+            check_size(d, alphas[0], self.n_test, d_name="ds")
+        check_int("seeds", self.seeds, 1)
+        check_number("gtol", self.gtol, 0.0, lo_open=True)
+        check_number("positional_scale", self.positional_scale, 0.0, lo_open=True)
         object.__setattr__(self, "alphas", alphas)
         object.__setattr__(self, "ds", ds)
         object.__setattr__(self, "seeds", int(self.seeds))
@@ -241,14 +250,49 @@ def _thresholds_task(params: ModelParams, settings: TheorySettings) -> dict:
 
 # ------------------------------------------------------------------------------------------
 # the run
+#: what to do about a damaged run.json
+RUN_REMEDY = ("delete it and rerun the same command: the saved results are kept (it records "
+              "the model and settings they were computed with)")
+#: what to do about a damaged theory_thresholds.json
+THRESHOLDS_REMEDY = "delete it to recompute the theory's thresholds (rerun the same command)"
+
+
+def _read_run_json(path: Path) -> dict:
+    """``run.json``, checked to be a JSON object (:class:`DamagedFile` naming it if not)."""
+    old = read_json(path, "out", RUN_REMEDY)
+    if not isinstance(old, dict) or not all(isinstance(old.get(k, {}), dict)
+                                            for k in ("params", "simulation")):
+        raise DamagedFile(path, "not the JSON object a validation writes", RUN_REMEDY)
+    return old
+
+
+def read_theory_thresholds(path: Path) -> dict:
+    """``theory_thresholds.json``, checked: a JSON object with its ``settings``, a finite
+    ``eps_lin`` and either an ``error`` message or finite ``alpha_c``, ``alpha_l`` with error
+    bars (numbers, possibly infinite).  Anything else raises :class:`DamagedFile` naming the
+    file and what to do."""
+    th = read_json(path, "out", THRESHOLDS_REMEDY)
+
+    def number(k):
+        v = th.get(k)
+        return (isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v)
+                and (k.endswith("_err") or math.isfinite(v)))
+
+    if not isinstance(th, dict) or not isinstance(th.get("settings"), dict):
+        raise DamagedFile(path, "not the JSON object a validation writes", THRESHOLDS_REMEDY)
+    keys = ("eps_lin",) + (() if "error" in th else
+                           ("alpha_c", "alpha_c_err", "alpha_l", "alpha_l_err"))
+    bad = [k for k in keys if not number(k)]
+    if bad:
+        raise DamagedFile(path, f"{', '.join(bad)}: missing or not a number", THRESHOLDS_REMEDY)
+    return th
+
+
 def _check_metadata(path: Path, meta: dict) -> None:
     """Refuse to resume into a directory whose run has other model or simulation settings."""
     if not path.exists():
         return
-    try:
-        old = read_json(path, "out")
-    except (OSError, ValueError):
-        raise ParameterError("out", f"{path} exists but is not a readable run description") from None
+    old = _read_run_json(path)
     if old.get("params") != meta["params"]:
         diff = {k: (old.get("params", {}).get(k), v) for k, v in meta["params"].items()
                 if old.get("params", {}).get(k) != v}
@@ -263,24 +307,35 @@ def _check_metadata(path: Path, meta: dict) -> None:
 
 
 def run_validation(params: ModelParams, grid: ValidationGrid, theory: TheorySettings, out: Path,
-                   workers: int = 2, log=sys.stderr, argv=None, report=None) -> dict:
+                   workers: int = 2, log=sys.stderr, argv=None, report=None, note=None) -> dict:
     """Run (or resume) a validation into ``out`` and write the summary; see the module doc.
 
     Returns the dict of :func:`summarise` plus ``"failed"`` (messages of tasks that raised).
     ``report(out, result, grid, theory)``, if given, renders the report and figures and returns
     the figure paths (``result["figures"]``); the command line passes
-    :func:`symattn.outputs.report.write_validation_report`.
-    Raises :class:`ParameterError` for an incompatible ``out``; ``KeyboardInterrupt`` leaves
-    every completed task on disk.
+    :func:`symattn.outputs.report.write_validation_report`.  Progress goes to the stream
+    ``log``; ``note(text)`` is told how much a resumed run finds done and what it repaired
+    (default: a line on ``log``).
+
+    ``out`` is locked for the run (:func:`~symattn.runs.lock.output_lock`): a second run on it
+    raises :class:`~symattn.runs.lock.OutputInUse`.  Raises :class:`ParameterError` for an
+    incompatible ``out`` and :class:`~symattn.runs.files.DamagedFile` for a damaged file in
+    it.  ``KeyboardInterrupt`` leaves every completed task on disk and terminates the workers
+    (:func:`~symattn.runs.executors.process_pool`, spawned) without waiting for their tasks.
     """
+    params = ModelParams.coerce(params)
+    check_int("workers", workers, 1)
     out = Path(out)
     check_memory(max(grid.ds), max(grid.alphas), copies=max(1, workers), name="ds")
-    if out.exists() and not out.is_dir():
-        raise ParameterError("out", f"{out} exists and is not a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ParameterError("out", f"cannot create {out}: {exc.strerror}") from None
+    if note is None:
+        def note(text):
+            print(f"symattn validate: {text}", file=log, flush=True)
+    with output_lock(out):
+        return _run_locked(params, grid, theory, out, workers, log, argv, report, note)
+
+
+def _run_locked(params, grid, theory, out: Path, workers, log, argv, report, note) -> dict:
+    """:func:`run_validation` once ``out`` is locked."""
     meta = {"params": params.as_dict(),
             "simulation": {"n_test": grid.n_test, "gtol": grid.gtol,
                            "positional_scale": grid.positional_scale},
@@ -290,13 +345,13 @@ def run_validation(params: ModelParams, grid: ValidationGrid, theory: TheorySett
             "command": argv}
     meta_path = out / "run.json"
     _check_metadata(meta_path, meta)
-    old_meta = read_json(meta_path, "out") if meta_path.exists() else {}
+    old_meta = _read_run_json(meta_path) if meta_path.exists() else {}
     meta["created"] = old_meta.get("created", time.strftime("%Y-%m-%dT%H:%M:%S"))
     meta["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     write_json(meta_path, meta)
 
     sims = TidyCSV(out / "simulations.csv", SIM_COLUMNS, SIM_TYPES)
-    rows = sims.load()
+    rows = sims.load(note)
     by_task = {}
     for r in rows:
         by_task.setdefault((r["d"], alpha_key(r["alpha"]), r["seed"]), {})[r["start"]] = r
@@ -304,28 +359,34 @@ def run_validation(params: ModelParams, grid: ValidationGrid, theory: TheorySett
     clean = [v[s] for k, v in by_task.items() if k in complete for s in PAIRED_STARTS]
     if len(clean) != len(rows):          # partial tasks or duplicates: drop them, rerun
         sims.rewrite(clean)
+        note(f"repaired {sims.path}: dropped {len(rows) - len(clean)} row(s) of incomplete or "
+             "repeated tasks (they are recomputed)")
     todo = [t for t in grid.tasks() if t not in complete]
 
     theo = TidyCSV(out / "theory_rules.csv", THEORY_COLUMNS, THEORY_TYPES)
     t_alphas = theory_alpha_grid(grid.alphas)
-    have = {(r["log2n"], r["rule"], alpha_key(r["alpha"]), r["branch"]) for r in theo.load()}
+    have = {(r["log2n"], r["rule"], alpha_key(r["alpha"]), r["branch"]) for r in theo.load(note)}
     rules_todo = [k for k in range(theory.rules)
                   if any((theory.log2n, k, a, b) not in have for a in t_alphas
                          for b in ("positional", "semantic"))]
     th_path = out / "theory_thresholds.json"
-    th_old = read_json(th_path, "out") if th_path.exists() else None
+    th_old = read_theory_thresholds(th_path) if th_path.exists() else None
     need_th = th_old is None or th_old.get("settings") != asdict(theory)
+    n_tasks = len(grid.tasks())
+    if rows or have or th_old is not None:
+        note(f"resuming: {n_tasks - len(todo)} of {n_tasks} simulation tasks and "
+             f"{theory.rules - len(rules_todo)} of {theory.rules} theory rules already done"
+             f"{'' if need_th else ', thresholds too'} in {out}")
 
     print(f"symattn validate: {len(grid.tasks())} simulation tasks ({len(todo)} to run), "
           f"theory on {theory.rules} rules of 2^{theory.log2n} points "
           f"({len(rules_todo)} to run{', plus thresholds' if need_th else ''}); "
           f"{workers} worker(s); results in {out}", file=log, flush=True)
     failed = []
-    # "spawn": fresh worker processes, whatever threads this process runs (fork can deadlock)
-    pool = (ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
-            if workers > 1 else None)
+    # "spawn": fresh worker processes, whatever threads this process runs (fork can deadlock);
+    # on an exception or interrupt the pool terminates its workers at once (WorkerPool)
     t_start = time.perf_counter()
-    try:
+    with process_pool(workers, spawn=True) if workers > 1 else nullcontext() as pool:
         # theory first: the thresholds (one task, its rules in turn) and one sweep per rule
         jobs = {"thresholds": (_thresholds_task, (params, theory))} if need_th else {}
         jobs.update({k: (theory_sweep, (params, t_alphas, theory, k))
@@ -359,12 +420,6 @@ def run_validation(params: ModelParams, grid: ValidationGrid, theory: TheorySett
                 sims.append(new)
                 prog.step(grid.cost((d, a, s)), f"d = {d}, alpha = {a:g}, seed = {s} "
                           f"({new[0]['task_time']:.1f} s)")
-    except BaseException:
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    if pool is not None:
-        pool.shutdown()
     meta["wall_time_this_run"] = time.perf_counter() - t_start
     write_json(meta_path, meta)
     result = summarise(out, grid, theory)
@@ -466,7 +521,7 @@ def summarise(out: Path, grid: ValidationGrid, theory: TheorySettings) -> dict:
                 ["alpha", "branch", "found", "n_found", "rules"]
                 + [c for k in QUANTITIES + ("V",) for c in (k, k + "_err")])
     th_path = out / "theory_thresholds.json"
-    th = read_json(th_path, "out") if th_path.exists() else {}
+    th = read_theory_thresholds(th_path) if th_path.exists() else {}
 
     groups = _sim_groups(TidyCSV(out / "simulations.csv", SIM_COLUMNS, SIM_TYPES).load(), grid)
     summary = []

@@ -64,13 +64,14 @@ def _nan(v):
 
 def _params_title(out: Path) -> str:
     import json
-    try:
+    try:                     # a title only: a damaged run.json was refused when the run began
         p = json.loads((Path(out) / "run.json").read_text())["params"]
-    except (OSError, ValueError, KeyError):
+        A = p["A"]
+        return (rf"$\sigma = {p['sigma']:g}$, $\lambda = {p['lam']:g}$, "
+                rf"$\omega = {p['omega']:g}$, "
+                rf"$A = [[{A[0][0]:g}, {A[0][1]:g}], [{A[1][0]:g}, {A[1][1]:g}]]$")
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
         return ""
-    A = p["A"]
-    return (rf"$\sigma = {p['sigma']:g}$, $\lambda = {p['lam']:g}$, $\omega = {p['omega']:g}$, "
-            rf"$A = [[{A[0][0]:g}, {A[0][1]:g}], [{A[1][0]:g}, {A[1][1]:g}]]$")
 
 
 def _d_colours(ds):

@@ -55,7 +55,6 @@ What is not located: a piece of the switching curve that lies entirely between t
 from __future__ import annotations
 
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -64,6 +63,7 @@ from ..model.params import ModelParams
 from ..numerics.channel import ChannelMeans
 from .preintegration import LineRule, PreintegratedChannel
 from ..numerics.quadrature import RuleLabel, gauss_hermite_1d
+from ..runs.executors import process_pool
 
 __all__ = ["PlaneChannel", "PlaneRule", "gauss_kronrod_15", "plane_alpha_l"]
 
@@ -283,7 +283,7 @@ class PlaneChannel:
             parts = [np.arange(i, len(vs), self.workers) for i in range(self.workers)]
             tasks = [(self.params, self.rule, self.gtol, self.swap, self.goal, x, vs[p],
                       progress) for p in parts if len(p)]
-            with ProcessPoolExecutor(len(tasks)) as ex:
+            with process_pool(len(tasks)) as ex:
                 out = list(ex.map(_u_lines_task, tasks))
             total, err = np.zeros((len(vs), out[0][0].shape[1])), np.zeros(len(vs))
             for p, (t, e, _, _) in zip(parts, out):

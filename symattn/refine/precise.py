@@ -71,6 +71,7 @@ import json
 import math
 import time
 from concurrent.futures import Executor
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import TypedDict
 from pathlib import Path
@@ -87,6 +88,7 @@ from ..numerics.saddle import SaddlePointMap
 from ..numerics.thresholds import ThresholdNotFound, Thresholds
 from ..runs.executors import map_tasks
 from ..runs.files import read_json, write_json
+from ..runs.lock import output_lock
 
 __all__ = [
     "CheckpointMismatch",
@@ -789,10 +791,19 @@ def refine_thresholds(params: ModelParams, fast: Thresholds,
     the second route starts.  With ``checkpoint`` (a file path) every large scramble's record is
     written there as it finishes, and a rerun with the same parameters and settings computes
     only the scrambles still missing (:class:`CheckpointMismatch` if the file holds other
-    results; it is never overwritten then).  Raises :class:`NotConverged` (a
-    :class:`~symattn.numerics.thresholds.ThresholdNotFound`) if a chord iteration fails: no
-    number is returned for an unconverged solve.
+    results; it is never overwritten then).  The checkpoint is locked for the call
+    (:func:`~symattn.runs.lock.output_lock`, file ``CHECKPOINT.lock``): a second run with the
+    same checkpoint raises :class:`~symattn.runs.lock.OutputInUse` at once.  Raises
+    :class:`NotConverged` (a :class:`~symattn.numerics.thresholds.ThresholdNotFound`) if a
+    chord iteration fails: no number is returned for an unconverged solve.
     """
+    lock = nullcontext() if checkpoint is None else output_lock(checkpoint, folder=False)
+    with lock:
+        return _refine(params, fast, hp, executor, progress, note, checkpoint)
+
+
+def _refine(params, fast, hp, executor, progress, note, checkpoint) -> PreciseThresholds:
+    """:func:`refine_thresholds` (with its checkpoint locked, if any)."""
     t0 = time.perf_counter()
     key = _checkpoint_key(params, fast, hp)
     done = _load_checkpoint(checkpoint, key)
