@@ -25,10 +25,17 @@ APPENDIX_A = ((0.3, 0.7), (0.8, 0.2))
 
 _ROW_SUM_TOL = 1e-9
 
-#: ``(lowest, highest)`` token noise sigma (lowest excluded).  TODO(issue 18): measured limits.
-SIGMA_RANGE = (0.0, None)
-#: ``(lowest, highest)`` ridge penalty lambda (lowest excluded).  TODO(issue 18): measured limits.
-LAM_RANGE = (0.0, None)
+#: ``(lowest, highest)`` token noise sigma (lowest excluded).  Outside, the numbers themselves
+#: break: ``rho = sigma^2`` underflows (``1e-308`` gave "invalid starting point"), the
+#: simulator's risk overflows (``1e6`` gave theta = 5.8e10).  Inside, the thresholds are found
+#: or refused ("not found", exit 3) within a minute at small rules for sigma <= 0.5; above about
+#: 1 the search for alpha_c takes minutes (measured at lambda = 0.01, omega = 0.3, 2 rules of
+#: 2^8 and 2^10: studies/solver_outcomes.py --section ranges).
+SIGMA_RANGE = (1e-3, 1e2)
+#: ``(lowest, highest)`` ridge penalty lambda (lowest excluded).  ``1e308`` overflowed the
+#: simulator's risk; ``1e4`` is refused by the solver within seconds ("not found"); below about
+#: ``1e-6`` the search for alpha_c takes minutes (same measurement as for sigma).
+LAM_RANGE = (1e-8, 1e4)
 
 
 def _finite(name: str, value) -> float:

@@ -19,16 +19,20 @@ never replaced by another branch.
 from __future__ import annotations
 
 import functools
+import time
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import optimize
 
 from ..model.params import ModelParams, check_alpha
 from .channel import OutputChannel
 from .observables import generalisation_error, teacher_mean_diagonal
-from .saddle import FixedPoint, SaddlePointMap, solve_fixed_point
+from .saddle import (NAMES, BudgetExhausted, FixedPoint, SaddlePointMap, fixed_point_record,
+                     solve_fixed_point)
 
-__all__ = ["BRANCHES", "Branch", "BranchNotFound", "solve_branch", "positional_excluded"]
+__all__ = ["BRANCHES", "Branch", "BranchNotFound", "solve_branch", "profile_solve",
+           "positional_excluded", "NEWTON_BUDGET"]
 
 #: normalised overlaps (cosines) below this mean the solve collapsed onto the trivial point:
 #: theta/sqrt(q rho) on the semantic branch, m/sqrt(q) on the positional one.  Quadrature
@@ -110,33 +114,228 @@ def positional_excluded(params: ModelParams) -> str | None:
             "lower the loss; the semantic or trivial point is the minimum at every alpha")
 
 
+#: map evaluations of one Newton solve before the overlap profile takes over (a regular solve
+#: takes 20-40; where the equations are flat near a branch end, Newton wanders for hundreds)
+NEWTON_BUDGET = 60
+#: steps of the overlap profile, as a fraction of sqrt(q scale) (module doc of
+#: :func:`profile_solve`), and the most steps taken
+PROFILE_STEP = 0.08
+PROFILE_STEPS = 40
+
+
+class _InnerFailed(Exception):
+    """The (q, V) solve at a fixed overlap did not converge."""
+
+
+def _overlap_index(branch: str) -> int:
+    return {"semantic": 2, "positional": 1}[branch]
+
+
+def _inner(F: SaddlePointMap, x, k: int, v: float, tol: float, budget: int):
+    """``(q, V)`` solved with the overlap ``x[k] = v`` held fixed; ``(fixed point, g)`` with
+    ``g = F(x)[k] - v``, the overlap equation's residual there."""
+    x = np.array(x, float)
+    x[k] = v
+    if k == 2 and v * v >= x[0] * F.params.rho:
+        x[0] = 1.5 * v * v / F.params.rho          # keep theta^2 < q rho
+    fp = solve_fixed_point(F, x, (0, 3), tol=tol, max_evaluations=budget)
+    if not fp.converged:
+        raise _InnerFailed(fp.message)
+    state = F(fp.x, tol)
+    return fp, float(state.Fx[k] - v)
+
+
+def _walk_near(near, k, g_at, step, walked):
+    """From the overlap of ``near``, step outwards (``g > 0``) or inwards until ``g`` changes
+    sign; the bracket ``((v, g, x), (v, g, x))`` or None."""
+    v = abs(float(near[k]))
+    x, g = g_at(v, np.asarray(near, float))
+    walked.append((v, g))
+    direction = 1.0 if g > 0 else -1.0               # g > 0: the root lies further out
+    for _ in range(PROFILE_STEPS):
+        v_next = v + direction * step(x)
+        if v_next <= 0:
+            return None
+        x_next, g_next = g_at(v_next, x)
+        walked.append((v_next, g_next))
+        if (g > 0) != (g_next > 0):
+            return tuple(sorted(((v, g, x), (v_next, g_next, x_next)), key=lambda t: t[0]))
+        v, x, g = v_next, x_next, g_next
+    return None
+
+
+def profile_solve(params: ModelParams, branch: str, alpha: float, channel: OutputChannel, *,
+                  tol: float = 1e-10, near=None, budget: int = 60) -> FixedPoint:
+    r"""The branch's fixed point as the outermost root of its overlap equation.
+
+    With ``q`` and ``V`` solved at a fixed overlap ``v`` (``theta`` on the semantic branch,
+    ``m`` on the positional one), the fixed points of the branch are the roots of the scalar
+    ``g(v) = F_v(q, v, V) - v``.  Walking ``v`` up from near zero in steps of
+    ``PROFILE_STEP sqrt(q scale)`` (``scale = rho`` for ``theta``, 1 for ``m``) until ``g`` is
+    clearly negative, the branch is the outermost crossing of ``g`` from positive to negative
+    (the continuation of the branch from large overlaps meets it first); Brent's method then
+    locates it to ``tol``.  Where the equations are flat (near a branch end) Newton on all
+    variables wanders, and quadrature noise adds spurious roots near ``v = 0``; a bracketed
+    scalar root does neither.
+
+    ``near``: a fixed point of the branch on another scramble; the walk then starts at its
+    overlap and steps outwards (where ``g > 0``) or inwards until ``g`` changes sign, which is
+    cheaper; if that fails, the walk from zero.  Raises
+    :class:`BranchNotFound` if ``g`` has no crossing from positive to negative on the walk:
+    "no root of the overlap equation", with the range walked.
+    """
+    B = BRANCHES[branch]
+    k = _overlap_index(branch)
+    scale = params.rho if branch == "semantic" else 1.0
+    F = SaddlePointMap(params, alpha, channel, symmetry=B.symmetry)
+    t0 = time.perf_counter()
+
+    def g_at(v, x_warm):
+        fp, g = _inner(F, x_warm, k, v, tol, budget)
+        return fp.x, g
+
+    def step(xv):
+        return PROFILE_STEP * np.sqrt(xv[0] * scale)
+
+    bracket = None
+    walked = []
+    if near is not None:
+        try:
+            bracket = _walk_near(near, k, g_at, step, walked)
+        except (_InnerFailed, BudgetExhausted):
+            bracket = None                           # walk from zero instead
+    if bracket is None:
+        try:
+            x = np.array(B.starts(params)[0], float)
+            v = 0.5 * PROFILE_STEP * np.sqrt(x[0] * scale)
+            x, g = g_at(v, x)
+        except (_InnerFailed, BudgetExhausted) as exc:
+            raise BranchNotFound(f"{branch} branch not found at alpha = {alpha:g}: the "
+                                 f"(q, V) solve at fixed {NAMES[k]} failed ({exc})") from None
+        walked.append((v, g))
+        points = [(v, g, x)]
+        for _ in range(PROFILE_STEPS):
+            v = v + PROFILE_STEP * np.sqrt(x[0] * scale)
+            if k == 2 and v >= 0.97 * np.sqrt(x[0] * scale):
+                break
+            try:
+                x, g = g_at(v, x)
+            except (_InnerFailed, BudgetExhausted):
+                break
+            walked.append((v, g))
+            points.append((v, g, x))
+            if g < -0.5 * v:                         # clearly past every root
+                break
+        for lo, hi in zip(points[-2::-1], points[:0:-1]):
+            if lo[1] > 0 >= hi[1]:
+                bracket = (lo, hi)
+                break
+    if bracket is None:
+        span = (f"{min(w[0] for w in walked):.3g} to {max(w[0] for w in walked):.3g}"
+                if walked else "nothing")
+        raise BranchNotFound(f"{branch} branch not found at alpha = {alpha:g}: its overlap "
+                             f"equation (q, V solved at fixed {NAMES[k]}) has no root where it "
+                             f"falls through zero for {NAMES[k]} from {span}")
+    (v_lo, g_lo, x_lo), (v_hi, g_hi, x_hi) = bracket
+    seen = {v_lo: x_lo, v_hi: x_hi}
+
+    def g(v):
+        """``g`` inside the bracket, warm-started from the nearest overlap solved so far (and
+        from the bracket's ends, with a larger budget, if that fails)."""
+        near_v = min(seen, key=lambda u: abs(u - v))
+        try:
+            xv, gv = g_at(v, seen[near_v])
+        except (_InnerFailed, BudgetExhausted):
+            for x_end in (x_lo, x_hi):
+                try:
+                    fp, gv = _inner(F, x_end, k, v, tol, 4 * budget)
+                    xv = fp.x
+                    break
+                except (_InnerFailed, BudgetExhausted):
+                    continue
+            else:
+                raise
+        seen[v] = xv
+        return gv
+
+    try:
+        root = optimize.brentq(g, v_lo, v_hi, xtol=tol * 1e-2, rtol=4 * np.finfo(float).eps)
+        fp, _ = _inner(F, seen[min(seen, key=lambda u: abs(u - root))], k, root, tol,
+                       4 * budget)
+    except (_InnerFailed, BudgetExhausted) as exc:
+        # the (q, V) solve fails somewhere inside the bracket (the prox's selection jumps
+        # there): Newton on all the branch's variables from the interpolated crossing, with
+        # the smoothing ladders of solve_fixed_point and a larger budget
+        x_mid = x_lo + (x_hi - x_lo) * g_lo / (g_lo - g_hi)
+        fp = solve_fixed_point(F, x_mid, B.free, tol=tol, max_evaluations=10 * budget)
+        if not fp.converged:
+            raise BranchNotFound(f"{branch} branch not found at alpha = {alpha:g}: the (q, V) "
+                                 f"solve at fixed {NAMES[k]} failed inside the bracket "
+                                 f"[{v_lo:.6g}, {v_hi:.6g}] ({exc}), and Newton from the "
+                                 f"interpolated crossing did not converge ({fp.message})") \
+                from None
+    state = F(fp.x, tol)
+    out = fixed_point_record(F, state, B.free, tol, tol, iterations=fp.iterations,
+                             wall_time=time.perf_counter() - t0)
+    out.n_map_evaluations = F.n_evaluations
+    out.solver = "profile"
+    return out
+
+
 def solve_branch(params: ModelParams, branch: str, alpha: float, channel: OutputChannel, *,
-                 x0=None, tol: float = 1e-10, with_eps_g: bool = True) -> FixedPoint:
+                 x0=None, tol: float = 1e-10, with_eps_g: bool = True,
+                 max_evaluations: int | None = None, cold_starts: bool = True,
+                 newton: bool = True) -> FixedPoint:
     """Fixed point of ``branch`` at ``alpha`` on the channel's node set.
 
-    ``x0`` is a warm start (e.g. the neighbouring alpha's solution); the branch's cold start
-    is used otherwise, and as a fallback if the warm start fails.  Raises
-    :class:`BranchNotFound` if no fixed point of this branch is found.
+    Newton from ``x0`` (a warm start, e.g. the neighbouring alpha's solution or another
+    scramble's), then from the branch's cold starts (unless ``cold_starts`` is False; only the
+    first one when the solves are budgeted), each for at most ``max_evaluations`` evaluations
+    of the map (``None``: no bound); if none of them converges onto the branch, the overlap
+    profile (:func:`profile_solve`, near ``x0`` if given) decides, and if it finds nothing,
+    Newton from every start (the cold ones too) with five times the budget.  ``newton=False`` goes to
+    the profile alone (where Newton is known to wander, e.g. on another scramble).  Raises
+    :class:`BranchNotFound` if no fixed point of this branch is found, with the reason.
     """
     alpha = check_alpha(alpha)
     if branch not in BRANCHES:
         raise ValueError(f"branch must be one of {sorted(BRANCHES)}, got {branch!r}")
     B = BRANCHES[branch]
     F = SaddlePointMap(params, alpha, channel, symmetry=B.symmetry)
-    starts = ([np.asarray(x0, float)] if x0 is not None else []) + B.starts(params)
-    fp, why = None, None
+    cold = B.starts(params) if cold_starts or x0 is None else []
+    if max_evaluations is not None:
+        cold = cold[:1]
+    starts = (([np.asarray(x0, float)] if x0 is not None else []) + cold) if newton else []
+    fp, why = None, "Newton skipped"
     for s in starts:
-        fp = solve_fixed_point(F, s, B.free, tol=tol)
+        fp = solve_fixed_point(F, s, B.free, tol=tol, max_evaluations=max_evaluations)
         why = B.check(fp, params.rho)
         if why is None:
             break
+    n_evaluations, profiled = F.n_evaluations, False
+    if why is not None and branch != "trivial":
+        profiled = True
+        try:
+            fp = profile_solve(params, branch, alpha, channel, tol=tol, near=x0)
+            why = B.check(fp, params.rho)
+        except BranchNotFound as exc:
+            why = f"{why}; {str(exc).split(': ', 1)[1]}"
+        if why is not None and newton and max_evaluations is not None:
+            # last resort: every start, the cold ones too, for five times the budget
+            for s in starts[:1] + B.starts(params):
+                last = solve_fixed_point(F, s, B.free, tol=tol,
+                                         max_evaluations=5 * max_evaluations)
+                if B.check(last, params.rho) is None:
+                    fp, why, profiled = last, None, False
+                    n_evaluations = F.n_evaluations
+                    break
     if why is not None:
         excluded = positional_excluded(params) if branch == "positional" else None
         if excluded is not None:
             why = f"{why}.  As expected: {excluded}"
         raise BranchNotFound(f"{branch} branch not found at alpha = {alpha:g}: {why}", fp)
     fp.branch = branch
-    fp.n_map_evaluations = F.n_evaluations
+    fp.n_map_evaluations = n_evaluations + (fp.n_map_evaluations if profiled else 0)
     if with_eps_g:
         fp.eps_g, fp.eps_g_err = generalisation_error(params, fp.q, fp.m, fp.theta)
     return fp

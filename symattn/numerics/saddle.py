@@ -33,7 +33,7 @@ from ..model.params import ModelParams
 from .channel import ChannelState, InvalidOrderParameters, OutputChannel
 
 __all__ = ["FixedPoint", "MapState", "SaddlePointMap", "solve_fixed_point", "fixed_point_record",
-           "eps_stages", "NAMES"]
+           "eps_stages", "NAMES", "BudgetExhausted"]
 
 NAMES = ("q", "m", "theta", "V")
 
@@ -52,7 +52,9 @@ class FixedPoint:
     Filled in by the callers that know them: ``branch`` (:func:`~symattn.numerics.branches.solve_branch`),
     ``eps_g`` and ``eps_g_err`` (its quadrature error bound; ``nan`` until computed),
     ``n_map_evaluations``.  Diagnostics of the solve: ``n_ties`` (nodes whose two lowest minima
-    nearly tie at the final smoothing width) and ``eps_stages`` (the smoothing ladders tried).
+    nearly tie at the final smoothing width), ``eps_stages`` (the smoothing ladders tried) and
+    ``solver`` (``"newton"``, or ``"profile"`` for
+    :func:`~symattn.numerics.branches.profile_solve`).
     """
 
     alpha: float
@@ -81,6 +83,7 @@ class FixedPoint:
     n_ties: int = 0
     n_map_evaluations: int = 0
     eps_stages: tuple = ()
+    solver: str = "newton"
 
     @property
     def x(self) -> np.ndarray:
@@ -201,13 +204,23 @@ def _valid(x, rho) -> bool:
     return bool(np.all(np.isfinite(x)) and q > 0 and V > 0 and theta**2 < q * rho)
 
 
-def _newton(F: SaddlePointMap, state: MapState, free, eps, tol, max_iter, verbose):
-    """Damped Newton on ``r`` with backtracking on ``max|r|``; returns (state, iterations, ok)."""
+class BudgetExhausted(Exception):
+    """The solve used up its budget of map evaluations (``solve_fixed_point(max_evaluations=)``)."""
+
+
+def _newton(F: SaddlePointMap, state: MapState, free, eps, tol, max_iter, verbose,
+            budget=None):
+    """Damped Newton on ``r`` with backtracking on ``max|r|``; returns (state, iterations, ok).
+
+    ``budget``: the value of ``F.n_evaluations`` at which to stop (raises
+    :class:`BudgetExhausted` with the best state so far as its argument)."""
     rho = F.params.rho
     res = float(np.max(np.abs(state.residual(free))))
     it = 0
     slow = 0
     while res > tol and it < max_iter:
+        if budget is not None and F.n_evaluations >= budget:
+            raise BudgetExhausted(state, it)
         it += 1
         J = F.jacobian(state, free)
         try:
@@ -246,7 +259,7 @@ def _newton(F: SaddlePointMap, state: MapState, free, eps, tol, max_iter, verbos
 
 def solve_fixed_point(F: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 1e-10,
                       eps: float | None = None, max_iter: int = 25,
-                      verbose: bool = False) -> FixedPoint:
+                      max_evaluations: int | None = None, verbose: bool = False) -> FixedPoint:
     """Solve ``F(x) = x`` on the ``free`` components, starting from ``x0``.
 
     ``tol`` bounds the undamped residual ``max |F(x) - x|`` (free components) and is also the
@@ -258,6 +271,11 @@ def solve_fixed_point(F: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 
     of 100, and last from ``1e-4`` by factors of 3, each stage started from the previous
     stage's solution (a stage that stalls hands over to the next).  Returns a :class:`FixedPoint` whose ``converged`` is True only if the
     final stage (at ``eps``) reached the residual ``tol`` and every prox solve converged.
+
+    ``max_evaluations`` bounds the evaluations of the map (each Jacobian counts one per free
+    variable) spent by this solve; when it is used up the solve stops with ``converged``
+    False and a message saying so (without it, the ladders above can take thousands of
+    evaluations where no fixed point exists, e.g. minutes at ``2^14`` points).
     """
     t0 = time.perf_counter()
     eps = tol if eps is None else eps
@@ -267,13 +285,26 @@ def solve_fixed_point(F: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 
         raise InvalidOrderParameters(f"invalid starting point {x}")
     tried = []
     iterations = 0
+    budget = None if max_evaluations is None else F.n_evaluations + max_evaluations
     for stages in eps_stages(eps):
         tried.append(stages)
         state = None
-        for e in stages:
-            state = F(x if state is None else state.x, e)
-            state, k, ok = _newton(F, state, free, e, tol, max_iter, verbose)
+        try:
+            for e in stages:
+                state = F(x if state is None else state.x, e)
+                state, k, ok = _newton(F, state, free, e, tol, max_iter, verbose, budget)
+                iterations += k
+        except BudgetExhausted as exc:
+            state, k = exc.args
             iterations += k
+            if state.channel.eps > eps * 1.001:   # judge the best point at the final eps
+                state = F(state.x, eps)
+            fp = fixed_point_record(F, state, free, tol, eps, iterations=iterations,
+                                    wall_time=time.perf_counter() - t0, eps_stages=tuple(tried))
+            if not fp.converged:
+                fp.message = (f"gave up after {max_evaluations} map evaluations (the budget of "
+                              f"one solve; {fp.message})")
+            return fp
         if ok:
             break
     return fixed_point_record(F, state, free, tol, eps, iterations=iterations,

@@ -15,9 +15,11 @@ from ..model.checks import check_int, check_number
 
 __all__ = ["NumericalSettings", "LOG2N_RANGE", "RULES_RANGE", "TOL_RANGE"]
 
-#: Sobol points per rule, ``2**log2n``: the smallest at which the thresholds are found at the
-#: paper's parameters (TODO issue 18: measured), the largest a rule that fits in memory.
-LOG2N_RANGE = (6, 22)
+#: Sobol points per rule, ``2**log2n``: from the smallest at which 2 rules find both thresholds
+#: at the paper's parameters and omega = 0.1, 0.3, 0.45 (2^7 fails at omega = 0.3: "alpha_c: no
+#: convergence"; studies/solver_outcomes.py --section smallest), to 2^22 (the high-precision
+#: route's large scrambles; a rule of 2^22 nodes takes about 1 GiB).
+LOG2N_RANGE = (8, 22)
 #: Scrambles: two at least, since their spread is the error bar.
 RULES_RANGE = (2, 256)
 #: Fixed-point residual tolerance: not below the rounding of the residual (about 1e-14 for

@@ -31,12 +31,12 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import optimize
 
-from ..model.params import ModelParams
+from ..model.params import ModelParams, ParameterError
 from ..runs.executors import map_tasks
 from ..results import Estimate, Status, format_estimate
 from ..stats import mean_se
 from .branches import BranchNotFound, positional_excluded, solve_branch
-from .channel import OutputChannel
+from .channel import InvalidOrderParameters, OutputChannel
 from .estimates import fixed_point_means
 from .observables import generalisation_error, linear_baseline_error
 from .quadrature import SobolRule
@@ -237,9 +237,21 @@ def _crossing(params, channel, branch, a, b, x_a, eps_lin, tol, root_tol):
 
     ga = g(a)
     gb = g(b)
-    if np.sign(ga) == np.sign(gb):
-        raise ThresholdNotFound(f"alpha_l: eps_g - eps_lin does not change sign on the {branch} "
-                                f"branch between alpha = {a:g} and {b:g}")
+    a0, b0 = a, b
+    # the bracket comes from alpha_c (noisy on small rules): widen it away from alpha_c, by
+    # factors of 1.25 (up to _ALPHA_SCAN_MAX, resp. down to a tenth of the first bound)
+    while np.sign(ga) == np.sign(gb):
+        if branch == "semantic" and b * 1.25 <= _ALPHA_SCAN_MAX:
+            a, ga, b = b, gb, b * 1.25
+            gb = g(b)
+        elif branch == "positional" and a / 1.25 >= a0 / 10:
+            warm["x"] = x_a
+            b, gb, a = a, ga, a / 1.25
+            ga = g(a)
+        else:
+            raise ThresholdNotFound(f"alpha_l: eps_g - eps_lin does not change sign on the "
+                                    f"{branch} branch between alpha = {min(a, a0):g} and "
+                                    f"{max(b, b0):g}")
     root, info = optimize.brentq(g, a, b, xtol=root_tol, rtol=4 * np.finfo(float).eps,
                                  full_output=True, disp=False)
     if not info.converged:
@@ -303,7 +315,25 @@ def thresholds_on_nodes(params: ModelParams, nodes, settings: NumericalSettings,
 
     Where the model has no positional branch (:func:`~symattn.numerics.branches.
     positional_excluded`), ``alpha_c`` is undefined (``nan``) and only ``alpha_l`` is located.
+
+    Every failure of the solvers comes out as :class:`ThresholdNotFound` with the reason (a
+    branch not found, order parameters leaving their domain, a singular Jacobian, a non-finite
+    value); floating-point overflow and invalid operations inside the solvers are not
+    printed as warnings but show as non-finite values, which the convergence tests reject
+    (at extreme ``sigma`` or ``lambda``: the limits in ``studies/solver_outcomes.py``).
     """
+    try:
+        with np.errstate(all="ignore"):
+            return _thresholds_on_nodes(params, nodes, settings, seed, alpha0, warm)
+    except (ThresholdNotFound, ParameterError):
+        raise
+    except (BranchNotFound, InvalidOrderParameters, ArithmeticError, np.linalg.LinAlgError,
+            ValueError) as exc:
+        raise ThresholdNotFound(f"the solver failed on scramble {seed}: "
+                                f"{type(exc).__name__}: {exc}") from exc
+
+
+def _thresholds_on_nodes(params, nodes, settings, seed, alpha0, warm):
     t0 = time.perf_counter()
     channel = OutputChannel(params, nodes, gtol=settings.prox_tol)
     excluded = positional_excluded(params)
@@ -352,6 +382,11 @@ def compute_thresholds(params: ModelParams, settings: NumericalSettings = Numeri
     warm-started from its result and run on ``executor`` (default: a process pool with one
     worker per core).  ``progress(k, n, rule)`` is called as each scramble finishes.
     """
+    with np.errstate(all="ignore"):
+        return _compute_thresholds(params, settings, executor, progress)
+
+
+def _compute_thresholds(params, settings, executor, progress):
     t0 = time.perf_counter()
     first = thresholds_for_rule(params, settings, settings.seed)
     rules = [first]
@@ -367,6 +402,9 @@ def compute_thresholds(params: ModelParams, settings: NumericalSettings = Numeri
     ac, ac_se = mean_se([r.alpha_c for r in rules])
     al, al_se = mean_se([r.alpha_l for r in rules])
     note = positional_excluded(params) or ""
+    if not (math.isfinite(al) and (note or math.isfinite(ac)) and math.isfinite(eps_lin)):
+        raise ThresholdNotFound(f"non-finite result (alpha_c = {ac}, alpha_l = {al}, eps_lin = "
+                                f"{eps_lin}): the numerics break down at these parameters")
     return Thresholds(
         # one rule has no spread to measure: its error bar is unknown, reported as infinite
         alpha_c=ac, alpha_c_err=(ac_se if len(rules) > 1 else math.inf)
