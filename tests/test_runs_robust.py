@@ -124,6 +124,10 @@ DRIVER = textwrap.dedent('''
         return row
 
     if __name__ == "__main__":
+        # a process started in the background by a non-interactive shell (CI under "&")
+        # inherits SIGINT ignored, and Python then keeps it ignored: restore Ctrl-C's handler
+        import signal
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             with signals_raise_interrupt():
                 run_phase_diagram(ModelParams(), [0.2, 0.25, 0.3], sys.argv[1], task=task,
