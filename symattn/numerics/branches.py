@@ -285,16 +285,19 @@ def profile_solve(params: ModelParams, branch: str, alpha: float, channel: Outpu
 def solve_branch(params: ModelParams, branch: str, alpha: float, channel: OutputChannel, *,
                  x0=None, tol: float = 1e-10, with_eps_g: bool = True,
                  max_evaluations: int | None = None, cold_starts: bool = True,
-                 newton: bool = True) -> FixedPoint:
+                 newton: bool = True, profile: bool = False) -> FixedPoint:
     """Fixed point of ``branch`` at ``alpha`` on the channel's node set.
 
     Newton from ``x0`` (a warm start, e.g. the neighbouring alpha's solution or another
     scramble's), then from the branch's cold starts (unless ``cold_starts`` is False; only the
     first one when the solves are budgeted), each for at most ``max_evaluations`` evaluations
-    of the map (``None``: no bound); if none of them converges onto the branch, the overlap
-    profile (:func:`profile_solve`, near ``x0`` if given) decides, and if it finds nothing,
-    Newton from every start (the cold ones too) with five times the budget.  ``newton=False`` goes to
-    the profile alone (where Newton is known to wander, e.g. on another scramble).  Raises
+    of the map (``None``: no bound).  With ``profile`` (as ``symattn fixed-point`` solves), if
+    none of them converges onto the branch, the overlap profile (:func:`profile_solve`, near
+    ``x0`` if given) decides, and if it finds nothing, Newton from every start (the cold ones
+    too) with five times the budget; ``newton=False`` goes to the profile alone (where Newton
+    is known to wander, e.g. on another scramble).  Without ``profile`` (the threshold search,
+    continuation, the phase diagram: there a failure near a branch end is expected and must
+    be quick) a failed Newton is the answer.  Raises
     :class:`BranchNotFound` if no fixed point of this branch is found, with the reason.
     """
     alpha = check_alpha(alpha)
@@ -313,7 +316,7 @@ def solve_branch(params: ModelParams, branch: str, alpha: float, channel: Output
         if why is None:
             break
     n_evaluations, profiled = F.n_evaluations, False
-    if why is not None and branch != "trivial":
+    if why is not None and branch != "trivial" and (profile or not newton):
         profiled = True
         try:
             fp = profile_solve(params, branch, alpha, channel, tol=tol, near=x0)
