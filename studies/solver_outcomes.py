@@ -67,7 +67,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing as mp
 import time
 from pathlib import Path

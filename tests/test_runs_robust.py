@@ -31,8 +31,6 @@ from symattn.runs import DamagedFile, OutputInUse, TidyCSV, output_lock
 
 from conftest import assert_one_line_error
 
-#: the command line turns SIGTERM into the clean "interrupted" exit (set when it is wired)
-CLI_HANDLES_SIGTERM = True
 #: a run's processes must all be gone this long after the signal
 GRACE = 10.0
 ROOT = Path(__file__).resolve().parents[1]
@@ -540,7 +538,7 @@ def test_killed_command_leaves_no_process_and_resumes(tmp_path, command, sig):
         if proc.poll() is None:
             proc.kill()
     _assert_all_gone(seen)
-    if sig == signal.SIGTERM and CLI_HANDLES_SIGTERM:
+    if sig == signal.SIGTERM:
         assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in err
         assert err.strip().splitlines()[-1].startswith("symattn: terminated (SIGTERM); "
                                                        "completed tasks are saved")

@@ -236,3 +236,21 @@ def test_resume_with_other_model_parameters_is_refused(tiny_run, tmp_path, capsy
     with pytest.raises(ParameterError, match="n_test"):
         V.run_validation(PARAMS, V.ValidationGrid(alphas=(1.2,), ds=(30,), seeds=1, n_test=100),
                          THEORY, copy, workers=1)
+
+
+def test_bootstrap_crossing_gives_no_error_bar_it_cannot_support():
+    """Issue 18: a 2-seed validation printed ``alpha_c +- 2.2e-16``.  Of two seeds, one whose
+    curve stays above zero and one below, only the mean crosses inside the grid: the resamplings
+    (0, 0) and (1, 1) do not cross, (0, 1) and (1, 0) repeat the mean, so the old error was the
+    spread of equal numbers.  Now there is no error bar with fewer than three seeds, nor when
+    fewer than MIN_BOOT_FRACTION of the resamplings cross (with one seed up and two down, the
+    resamplings of three downs, about 8/27, start below zero and one of three ups, 1/27, never
+    crosses)."""
+    x = np.array([1.0, 1.25, 1.5, 1.75, 2.0])
+    up = [1.4, 1.2, 1.0, 0.8, 0.6]
+    down = [-0.4, -0.6, -0.8, -1.0, -1.2]
+    est, err, frac = stats.bootstrap_crossing(x, np.array([up, down]), n_boot=400)
+    assert est == pytest.approx(1.625, abs=1e-12) and math.isnan(err)   # mean 0.5 .. -0.3
+    est, err, frac = stats.bootstrap_crossing(x, np.array([up, down, down]), n_boot=400)
+    assert est == pytest.approx(1.25, abs=1e-12)                          # mean 0.2, 0, ...
+    assert frac == pytest.approx(18 / 27, abs=0.08) and math.isnan(err)

@@ -284,48 +284,47 @@ def profile_solve(params: ModelParams, branch: str, alpha: float, channel: Outpu
 
 def solve_branch(params: ModelParams, branch: str, alpha: float, channel: OutputChannel, *,
                  x0=None, tol: float = 1e-10, with_eps_g: bool = True,
-                 max_evaluations: int | None = None, cold_starts: bool = True,
-                 newton: bool = True, profile: bool = False) -> FixedPoint:
+                 max_evaluations: int | None = None, newton: bool = True) -> FixedPoint:
     """Fixed point of ``branch`` at ``alpha`` on the channel's node set.
 
-    Newton from ``x0`` (a warm start, e.g. the neighbouring alpha's solution or another
-    scramble's), then from the branch's cold starts (unless ``cold_starts`` is False; only the
-    first one when the solves are budgeted), each for at most ``max_evaluations`` evaluations
-    of the map (``None``: no bound).  With ``profile`` (as ``symattn fixed-point`` solves), if
-    none of them converges onto the branch, the overlap profile (:func:`profile_solve`, near
-    ``x0`` if given) decides, and if it finds nothing, Newton from every start (the cold ones
-    too) with five times the budget; ``newton=False`` goes to the profile alone (where Newton
-    is known to wander, e.g. on another scramble).  Without ``profile`` (the threshold search,
-    continuation, the phase diagram: there a failure near a branch end is expected and must
-    be quick) a failed Newton is the answer.  Raises
-    :class:`BranchNotFound` if no fixed point of this branch is found, with the reason.
+    Unbounded (``max_evaluations=None``; the threshold search, continuation, the phase
+    diagram, where a failure near a branch end is what they look for): Newton from ``x0`` (a
+    warm start, e.g. the neighbouring alpha's solution), then from each of the branch's cold
+    starts; a failed Newton is the answer.
+
+    Bounded (as ``symattn fixed-point`` solves): Newton from ``x0``, or without it from the
+    first cold start, for at most ``max_evaluations`` evaluations of the map; then the overlap
+    profile (:func:`profile_solve`, near ``x0`` if given); if that finds nothing, Newton from
+    ``x0`` and every cold start with five times the budget.  ``newton=False`` goes to the
+    profile at once (where Newton is known to wander, e.g. on another scramble).
+
+    Raises :class:`BranchNotFound` if no fixed point of this branch is found, with the reason.
     """
     alpha = check_alpha(alpha)
     if branch not in BRANCHES:
         raise ValueError(f"branch must be one of {sorted(BRANCHES)}, got {branch!r}")
     B = BRANCHES[branch]
     F = SaddlePointMap(params, alpha, channel, symmetry=B.symmetry)
-    cold = B.starts(params) if cold_starts or x0 is None else []
-    if max_evaluations is not None:
-        cold = cold[:1]
-    starts = (([np.asarray(x0, float)] if x0 is not None else []) + cold) if newton else []
+    warm = [np.asarray(x0, float)] if x0 is not None else []
+    bounded = max_evaluations is not None
+    starts = (warm or B.starts(params)[:1]) if bounded else warm + B.starts(params)
     fp, why = None, "Newton skipped"
-    for s in starts:
+    for s in starts if newton else []:
         fp = solve_fixed_point(F, s, B.free, tol=tol, max_evaluations=max_evaluations)
         why = B.check(fp, params.rho)
         if why is None:
             break
     n_evaluations, profiled = F.n_evaluations, False
-    if why is not None and branch != "trivial" and (profile or not newton):
+    if why is not None and bounded and branch != "trivial":
         profiled = True
         try:
             fp = profile_solve(params, branch, alpha, channel, tol=tol, near=x0)
             why = B.check(fp, params.rho)
         except BranchNotFound as exc:
             why = f"{why}; {str(exc).split(': ', 1)[1]}"
-        if why is not None and newton and max_evaluations is not None:
+        if why is not None and newton:
             # last resort: every start, the cold ones too, for five times the budget
-            for s in starts[:1] + B.starts(params):
+            for s in warm + B.starts(params):
                 last = solve_fixed_point(F, s, B.free, tol=tol,
                                          max_evaluations=5 * max_evaluations)
                 if B.check(last, params.rho) is None:

@@ -152,8 +152,7 @@ def _solve_rule(task):
     try:
         with np.errstate(all="ignore"):
             fp = solve_branch(params, branch, alpha, ch, x0=x0, tol=settings.tol,
-                              max_evaluations=NEWTON_BUDGET, cold_starts=x0 is None,
-                              newton=newton, profile=True)
+                              max_evaluations=NEWTON_BUDGET, newton=newton)
     except BranchNotFound as exc:
         return str(exc).split(": ", 1)[-1]
     except _SOLVER_FAILURES as exc:
