@@ -19,12 +19,15 @@ Usage::
 
 Model options: ``--omega W --sigma S --lam L --A a11,a12,a21,a22``; numerical options:
 ``--log2n K`` (2**K Sobol points per rule), ``--rules R`` (independent scrambles),
-``--tol T`` (fixed-point residual tolerance).  ``simulate`` takes the model options only.
-``simulate`` and ``validate`` report progress on stderr.
+``--tol T`` (fixed-point residual tolerance).  ``simulate`` takes the model options only;
+``phase-diagram`` all but ``--omega`` (its grid is ``--omegas``).  Every command reports
+progress on stderr (also with ``--json``, whose output alone goes to stdout).
 
-Bad input gets a one-line error naming the parameter and exit status 2.  A branch that does
-not exist at the requested alpha is reported as such, with exit status 3.  JSON keys are
-stable (other tools call them).
+Bad input (a value, a path that cannot be written, a busy or damaged ``--out``) gets a
+one-line error naming the parameter and exit status 2.  A branch or threshold that cannot be
+found, a simulation that did not converge, or failed points of a sweep give exit status 3.
+SIGTERM and SIGHUP stop a run as Ctrl-C does (completed tasks saved, workers ended; exit
+128 + the signal, 130 for Ctrl-C).  JSON keys are stable (other tools call them).
 """
 
 from __future__ import annotations
