@@ -78,7 +78,10 @@ def test_first_and_second_order_conditions(paper_params, paper_cases):
         # the Newton solves stop at |grad| <= 1e-13; 1e-10 is the acceptance level of the issue
         assert np.max(np.abs([g1, g2])) < 1e-10
         assert np.all(a > 0) and np.all(a * c - b * b > 0)     # positive-definite Hessian
-        np.testing.assert_allclose(G, r.value, rtol=1e-14)     # reported value is G(prox): ulp-level
+        # the reported value is G(prox).  Two double evaluations of G: the closed form here, the
+        # general Frobenius form (S_12 = 1 - S_11, T_12 = 1 - T_11) in the solver; the residuals
+        # S - T (~1e-3) carry an ulp of S (~1e-16), a relative error of ~1e-13 in G at most
+        np.testing.assert_allclose(G, r.value, rtol=1e-13)
 
 
 def test_never_beaten_by_brute_force(paper_params, paper_cases):

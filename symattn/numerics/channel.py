@@ -23,7 +23,8 @@ import numpy as np
 
 from scipy import special
 
-from ..compile.kernels import SETTING, atom_integrands, atom_list, loss_kernel, teacher_kernel
+from ..compile.generated import shape_kernels
+from ..compile.kernels import SETTING, channel_rows_kernel, n_atoms
 from ..model.params import ModelParams
 from ..results import Status
 from .prox import ProxResult, prox
@@ -140,7 +141,7 @@ class OutputChannel:
         self.nodes = nodes
         self.gtol = gtol
         self._signs = np.array(SETTING.signs, float)
-        self._n_atoms = len(atom_list())
+        self._n_atoms = n_atoms()
 
     def node_map(self, q, m, theta):
         """``(w, hs)``, each ``(n, 2)``."""
@@ -153,9 +154,11 @@ class OutputChannel:
         return w, hs
 
     def targets(self, hs):
+        """The teacher's target matrices ``T(h*)``, ``(n, 2, 2)``."""
         p = self.params
-        t1, t2 = teacher_kernel()(hs[:, 0], hs[:, 1], p.omega, p.A[0][0], p.A[1][1])
-        return np.stack([t1, t2], axis=-1)
+        T = np.empty((hs.shape[0], 2, 2))
+        shape_kernels().teacher_nodes(np.ascontiguousarray(hs), float(p.omega), p.A_array, T)
+        return T
 
     def _setup(self, x):
         q, m, theta, V = x
@@ -165,13 +168,19 @@ class OutputChannel:
         return w, self.targets(hs)
 
     def _rows(self, idx, w, t, h, G, V):
-        """Integrand rows ``(n, n_atoms + 2)`` at nodes ``idx`` with prox ``h`` and value ``G``."""
-        xi, eta = self.nodes.xi[idx], self.nodes.eta[idx]
-        vals = atom_integrands()(xi[:, 0], xi[:, 1], eta[:, 0], eta[:, 1], h[:, 0], h[:, 1],
-                                 w[:, 0], w[:, 1], V)
-        loss = loss_kernel()(h[:, 0], h[:, 1], t[:, 0], t[:, 1], self.params.sigma)
-        cols = [np.broadcast_to(v, G.shape) for v in vals] + [G, loss]
-        return np.stack(cols, axis=-1)
+        """Integrand rows ``(n, n_atoms + 2)`` at nodes ``idx`` with prox ``h`` and value ``G``:
+        the atoms, ``M = G`` and ``loss(h)``."""
+        xi = np.ascontiguousarray(self.nodes.xi[idx])
+        eta = np.ascontiguousarray(self.nodes.eta[idx])
+        na = self._n_atoms
+        out = np.empty((len(xi), na + 1))
+        channel_rows_kernel()(xi, eta, np.ascontiguousarray(h), np.ascontiguousarray(w),
+                              np.ascontiguousarray(t), float(V), float(self.params.sigma), out)
+        rows = np.empty((len(xi), na + 2))
+        rows[:, :na] = out[:, :na]
+        rows[:, na] = G
+        rows[:, na + 1] = out[:, na]
+        return rows
 
     def _prox(self, w, t, V, starts):
         """The global prox: multi-start, or (``starts`` given, ``(n, k, 2)``) Newton from

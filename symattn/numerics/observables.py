@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compile.kernels import generalisation_integrand, teacher_kernel
+from ..compile.generated import shape_kernels
+from ..compile.kernels import eps_g_kernel
 from ..model.params import ModelParams
 from .quadrature import GaussHermiteRule, gauss_hermite_1d
 
@@ -31,10 +32,23 @@ __all__ = ["generalisation_error", "linear_baseline_error", "teacher_mean_diagon
 
 def _eps_g(params: ModelParams, q, m, theta, order):
     nodes = GaussHermiteRule(order).nodes(4)
-    u, v = nodes.points[:, :2], nodes.points[:, 2:]
-    vals = generalisation_integrand()(u[:, 0], u[:, 1], v[:, 0], v[:, 1], q, m, theta, params.rho,
-                                      params.sigma, params.omega, params.A[0][0], params.A[1][1])
-    return float(np.dot(nodes.weights, vals))
+    u = np.ascontiguousarray(nodes.points[:, :2])
+    v = np.ascontiguousarray(nodes.points[:, 2:])
+    vals = np.empty((len(u), 1))
+    eps_g_kernel()(u, v, float(q), float(m), float(theta), float(params.rho),
+                   float(params.sigma), float(params.omega), params.A_array, vals)
+    return float(np.dot(nodes.weights, vals[:, 0]))
+
+
+def _teacher_grid(params: ModelParams, order):
+    """``T(h*)`` on the ``order x order`` Gauss-Hermite grid of ``h* ~ N(0, rho I_2)``:
+    ``(T (order, order, 2, 2), weights (order, order))``."""
+    x, w = gauss_hermite_1d(order)
+    s = np.sqrt(params.rho)
+    H = np.stack(np.meshgrid(s * x, s * x, indexing="ij"), -1).reshape(-1, 2)
+    T = np.empty((len(H), 2, 2))
+    shape_kernels().teacher_nodes(np.ascontiguousarray(H), float(params.omega), params.A_array, T)
+    return T.reshape(order, order, 2, 2), np.outer(w, w)
 
 
 def generalisation_error(params: ModelParams, q, m, theta, order: int = 24):
@@ -47,12 +61,8 @@ def generalisation_error(params: ModelParams, q, m, theta, order: int = 24):
 
 
 def _eps_lin(params: ModelParams, order):
-    x, w = gauss_hermite_1d(order)
-    s = np.sqrt(params.rho)
-    H1, H2 = np.meshgrid(s * x, s * x, indexing="ij")
-    W = np.outer(w, w)
-    t1, t2 = teacher_kernel()(H1, H2, params.omega, params.A[0][0], params.A[1][1])
-    var = sum(np.sum(W * t**2) - np.sum(W * t) ** 2 for t in (t1, t2))
+    T, W = _teacher_grid(params, order)
+    var = sum(np.sum(W * t**2) - np.sum(W * t) ** 2 for t in (T[..., 0, 0], T[..., 1, 1]))
     return float(params.sigma**2 * var)
 
 
@@ -64,11 +74,8 @@ def linear_baseline_error(params: ModelParams, order: int = 80):
 
 
 def _mean_diagonal(params: ModelParams, order):
-    x, w = gauss_hermite_1d(order)
-    s = np.sqrt(params.rho)
-    H1, H2 = np.meshgrid(s * x, s * x, indexing="ij")
-    t1, t2 = teacher_kernel()(H1, H2, params.omega, params.A[0][0], params.A[1][1])
-    return float(np.sum(np.outer(w, w) * (t1 + t2)) / 2)
+    T, W = _teacher_grid(params, order)
+    return float(np.sum(W * (T[..., 0, 0] + T[..., 1, 1])) / 2)
 
 
 def teacher_mean_diagonal(params: ModelParams, order: int = 80):

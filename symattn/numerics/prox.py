@@ -1,17 +1,20 @@
-r"""The proximal operator of the non-convex ``L = 2`` loss, at every node at once.
+r"""The proximal operator of the non-convex loss, at every node, compiled.
 
 .. math::
 
     \mathrm{prox}(w, T, V) = \operatorname{argmin}_h \; \mathcal{G}(h), \qquad
     \mathcal{G}(h) = \frac{\lVert h - w\rVert^2}{2V}
-      + \sigma^2\sum_{l=1,2}\left(\mathrm{logistic}(h_l^2 - h_1h_2) - T_{ll}\right)^2
+      + \frac{\sigma^2}{2}\left\lVert \mathrm{softmax}(hh^\top) - T\right\rVert_F^2
 
-(model page §4).  ``G`` is even in ``h`` up to the quadratic term and, with ``V`` as large as
-at the fixed points (measured: docs/numerics.md, section 'The fixed-point solver'), has two or
-more local minima; the GLOBAL minimiser is wanted.
+(model page §4; for ``L = 2`` the loss is
+:math:`\sigma^2\sum_l(\mathrm{logistic}(h_l^2 - h_1h_2) - T_{ll})^2`).  ``G`` is even in ``h`` up
+to the quadratic term and, with ``V`` as large as at the fixed points (measured:
+docs/numerics.md, section 'The fixed-point solver'), has two or more local minima; the GLOBAL
+minimiser is wanted.
 
-Method: safeguarded Newton from several starts per node, all nodes and starts in lock step
-(vectorised numpy); keep the start with the lowest converged value.  The starts are
+Method: safeguarded Newton from several starts per node, node by node in compiled code
+(:mod:`symattn.compile.drivers`, both cores), keeping the start with the lowest converged
+value.  The starts (the paper's shape, ``L = 2``, ``r = 1``) are
 
 * ``w`` (the minimiser when the loss is flat, i.e. for large ``|w|``);
 * ``+h0`` and ``-h0``: the two zeros of the loss, :math:`h^0_1 = a_1/\delta`,
@@ -26,9 +29,13 @@ Method: safeguarded Newton from several starts per node, all nodes and starts in
 Each Newton step solves with the Hessian shifted to be positive definite (eigenvalue floor
 ``1e-4/V``) and backtracks (Armijo) on ``G``; a start has converged when
 ``max|grad G| <= gtol`` at a positive-definite Hessian.  ``tests/test_prox.py`` checks the
-result against a brute-force grid search.
+result against a brute-force grid search.  (Before the compiled kernels, the same algorithm
+ran vectorised in numpy, all nodes in lock step; ``benchmarks/numpy_prox.py`` keeps it as the
+baseline the benchmarks compare with.)
 
-Array contract: every input broadcasts to shape ``(n,)``; ``starts`` has shape ``(n, k, 2)``.
+Array contract: ``w`` is ``(n, k)`` (``k = L r``, the flattened student pre-activations),
+``t`` the targets, ``(n, L, L)`` -- or, for the paper's shape, their diagonal ``(n, 2)``;
+``V`` a scalar or ``(n,)``; ``starts`` ``(n, s, k)``.
 """
 
 from __future__ import annotations
@@ -38,12 +45,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from ..compile.kernels import objective_kernel, prox_kernel
+from ..compile.generated import shape_kernels
 
-__all__ = ["ProxResult", "prox", "loss_zeros"]
+__all__ = ["ProxResult", "prox", "loss_zeros", "target_matrix"]
 
-_ARMIJO = 1e-4
-_MAX_HALVINGS = 40
 #: search-disc radius above which more starts are tried (:func:`_widen`)
 WIDE_DISC = 1.25
 
@@ -93,80 +98,16 @@ def loss_zeros(t1, t2, min_sum=0.05):
     return np.stack([a1 / delta, -a2 / delta], axis=-1)
 
 
-def _newton(h, w, t, V, sigma, gtol, max_iter):
-    """Safeguarded Newton on flattened problems; returns (h, G, converged, iterations).
-
-    The active problems live in compact 1-D working arrays, compacted only in the
-    iterations where some converge (fewer gathers; same arithmetic as a full gather).
-    """
-    kern, obj = prox_kernel(), objective_kernel()
-    n = h.shape[0]
-    h = h.copy()
-    conv = np.zeros(n, bool)
-    G = np.empty(n)
-    scalar_V = not np.ndim(V)
-    # working copies of the active problems, compacted only when some converge
-    idx = np.arange(n)
-    h1, h2 = h[:, 0].copy(), h[:, 1].copy()
-    w1, w2, t1, t2 = w[:, 0].copy(), w[:, 1].copy(), t[:, 0].copy(), t[:, 1].copy()
-    Va = V if scalar_V else np.asarray(V, float).copy()
-    fa = 1e-4 / Va
-    it = 0
-    while idx.size and it < max_iter:
-        it += 1
-        Ga, g1, g2, a, b, c = kern(h1, h2, w1, w2, t1, t2, Va, sigma)
-        gmax = np.maximum(np.abs(g1), np.abs(g2))
-        # smallest Hessian eigenvalue; shift to at least the floor
-        eig_min = 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
-        done = (gmax <= gtol) & (eig_min > 0)
-        if done.any():
-            di = idx[done]
-            conv[di] = True
-            G[di] = Ga[done]
-            h[di, 0], h[di, 1] = h1[done], h2[done]
-            keep = ~done
-            idx = idx[keep]
-            if not idx.size:
-                break
-            h1, h2, w1, w2, t1, t2 = h1[keep], h2[keep], w1[keep], w2[keep], t1[keep], t2[keep]
-            g1, g2, a, b, c, Ga, eig_min = (g1[keep], g2[keep], a[keep], b[keep], c[keep],
-                                            Ga[keep], eig_min[keep])
-            if not scalar_V:
-                Va, fa = Va[keep], fa[keep]
-        shift = np.maximum(0.0, fa - eig_min)
-        a, c = a + shift, c + shift
-        det = a * c - b * b
-        d1 = -(c * g1 - b * g2) / det
-        d2 = -(a * g2 - b * g1) / det
-        slope = g1 * d1 + g2 * d2
-        step = np.ones(idx.size)
-        Gp = obj(h1 + d1, h2 + d2, w1, w2, t1, t2, Va, sigma)
-        ok = Gp <= Ga + _ARMIJO * slope
-        # a step that cannot lower G in double precision is accepted: the point is stationary
-        ok |= np.abs(slope) < 1e-17 * np.maximum(1.0, np.abs(Ga))
-        pending = np.flatnonzero(~ok)
-        for _ in range(_MAX_HALVINGS - 1):
-            if not pending.size:
-                break
-            step[pending] *= 0.5
-            s = step[pending]
-            Vp = Va if scalar_V else Va[pending]
-            Gp = obj(h1[pending] + s * d1[pending], h2[pending] + s * d2[pending],
-                     w1[pending], w2[pending], t1[pending], t2[pending], Vp, sigma)
-            ok = Gp <= Ga[pending] + _ARMIJO * s * slope[pending]
-            ok |= np.abs(s * slope[pending]) < 1e-17 * np.maximum(1.0, np.abs(Ga[pending]))
-            pending = pending[~ok]
-        else:   # out of halvings: the step of the last failed trial is halved once more
-            step[pending] *= 0.5
-        h1 = h1 + step * d1
-        h2 = h2 + step * d2
-    if idx.size:  # the points that ran out of iterations moved after their last evaluation
-        h[idx, 0], h[idx, 1] = h1, h2
-        Ga, g1, g2, a, b, c = kern(h1, h2, w1, w2, t1, t2, Va, sigma)
-        G[idx] = Ga
-        eig_min = 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
-        conv[idx] = (np.maximum(np.abs(g1), np.abs(g2)) <= gtol) & (eig_min > 0)
-    return h, G, conv, it
+def target_matrix(t) -> np.ndarray:
+    """Targets as ``(n, L, L)``: ``t`` itself, or for a diagonal ``(n, 2)`` of the paper's shape
+    the row-stochastic ``[[T_11, 1 - T_11], [1 - T_22, T_22]]``."""
+    t = np.asarray(t, float)
+    if t.ndim == 3:
+        return np.ascontiguousarray(t)
+    T = np.empty((t.shape[0], 2, 2))
+    T[:, 0, 0], T[:, 0, 1] = t[:, 0], 1 - t[:, 0]
+    T[:, 1, 0], T[:, 1, 1] = 1 - t[:, 1], t[:, 1]
+    return T
 
 
 def prox(w, t, V, sigma, *, gtol=1e-13, max_iter=100, extra_starts=None, include_default=True):
@@ -176,8 +117,8 @@ def prox(w, t, V, sigma, *, gtol=1e-13, max_iter=100, extra_starts=None, include
     ----------
     w : (n, 2) array
         student mean pre-activations
-    t : (n, 2) array
-        target diagonal ``(T_11, T_22)`` of each node
+    t : (n, 2, 2) array, or its diagonal (n, 2)
+        targets ``T`` of each node
     V : float or (n,) array
         response
     sigma : float
@@ -193,46 +134,27 @@ def prox(w, t, V, sigma, *, gtol=1e-13, max_iter=100, extra_starts=None, include
     -------
     ProxResult
     """
-    w = np.asarray(w, float)
-    t = np.asarray(t, float)
+    w = np.ascontiguousarray(w, float)
+    T = target_matrix(t)
     n = w.shape[0]
     starts = []
     if include_default:
-        h0 = loss_zeros(t[:, 0], t[:, 1])
+        h0 = loss_zeros(T[:, 0, 0], T[:, 1, 1])
         starts += [w, h0, -h0]
     if extra_starts is not None:
         starts += list(np.moveaxis(np.asarray(extra_starts, float), 1, 0))
-    S = np.stack(starts, axis=1)                   # (n, k, 2)
-    k = S.shape[1]
-    use = np.flatnonzero(~np.isnan(S.reshape(-1, 2)).any(axis=1))
-    flat_w = np.repeat(w, k, axis=0)[use]
-    flat_t = np.repeat(t, k, axis=0)[use]
-    flat_V = (np.repeat(np.broadcast_to(np.asarray(V, float), (n,)), k)[use] if np.ndim(V)
-              else float(V))
-    h = np.full((n * k, 2), np.nan)
-    G = np.full(n * k, np.inf)
-    conv = np.zeros(n * k, bool)
-    h[use], G[use], conv[use], it = _newton(S.reshape(-1, 2)[use], flat_w, flat_t, flat_V,
-                                            sigma, gtol, max_iter)
-    h, G, conv = h.reshape(n, k, 2), G.reshape(n, k), conv.reshape(n, k)
-    Gm = np.where(conv, G, np.inf)
-    rows = np.arange(n)
-    best = np.argmin(Gm, axis=1)
-    none_conv = ~conv.any(axis=1)
-    best = np.where(none_conv, np.argmin(G, axis=1), best)
-    hb = h[rows, best]
-    # the runner-up: the lowest converged local minimum distinct from the best (1e-6 apart)
-    dist = np.max(np.abs(h - hb[:, None, :]), axis=-1)
-    distinct = conv & (dist > 1e-6)
-    G_other = np.where(distinct, Gm, np.inf)
-    second = np.argmin(G_other, axis=1)
-    has_second = np.isfinite(G_other[rows, second])
-    out = ProxResult(h=hb, value=G[rows, best], converged=conv[rows, best],
-                     h2=np.where(has_second[:, None], h[rows, second], np.nan),
-                     value2=np.where(has_second, G[rows, second], np.inf),
-                     iterations=it)
+    S = np.ascontiguousarray(np.stack(starts, axis=1))          # (n, k, 2)
+    Vn = np.ascontiguousarray(np.broadcast_to(np.asarray(V, float), (n,)))
+    h, h2 = np.empty((n, 2)), np.empty((n, 2))
+    G, G2 = np.empty(n), np.empty(n)
+    conv = np.empty(n, bool)
+    iters = np.zeros(n, np.int64)
+    shape_kernels().prox_nodes(w, T, Vn, float(sigma), S, float(gtol), int(max_iter),
+                               h, G, conv, h2, G2, iters)
+    out = ProxResult(h=h, value=G, converged=conv, h2=h2, value2=G2,
+                     iterations=int(iters.max()) if n else 0)
     if include_default:
-        _widen(out, w, t, V, sigma, gtol, max_iter)
+        _widen(out, w, T, V, sigma, gtol, max_iter)
     return out
 
 

@@ -70,6 +70,16 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="symattn-parent-watch", daemon=True).start()
 
 
+def _init_worker(parent: int, threads: int) -> None:
+    """Worker initializer: :func:`_die_with_parent`, and the compiled kernels limited to
+    ``threads`` threads (the pool's workers share the cores; more would oversubscribe them)."""
+    _die_with_parent(parent)
+    if "numba" in sys.modules:
+        sys.modules["numba"].set_num_threads(threads)
+    else:
+        os.environ["NUMBA_NUM_THREADS"] = str(threads)
+
+
 class WorkerPool(ProcessPoolExecutor):
     """A :class:`~concurrent.futures.ProcessPoolExecutor` whose workers die with their parent
     (module doc); made by :func:`process_pool`.
@@ -83,8 +93,10 @@ class WorkerPool(ProcessPoolExecutor):
     """
 
     def __init__(self, max_workers: int | None = None, mp_context=None):
-        super().__init__(max_workers=max_workers, mp_context=mp_context,
-                         initializer=_die_with_parent, initargs=(os.getpid(),))
+        workers = max_workers or default_workers()
+        threads = max(1, _cores() // workers)
+        super().__init__(max_workers=workers, mp_context=mp_context,
+                         initializer=_init_worker, initargs=(os.getpid(), threads))
 
     def terminate(self, timeout: float = 5.0) -> None:
         """Cancel the pending tasks and end the workers without waiting for running ones:
@@ -170,10 +182,15 @@ def signals_raise_interrupt(signums=("SIGTERM", "SIGHUP")):
             signal.signal(n, h)
 
 
+def _cores() -> int:
+    """Cores available to this process."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+               else (os.cpu_count() or 1))
+
+
 def default_workers() -> int:
     """One worker process per core available to this process (at most 8)."""
-    return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                      else (os.cpu_count() or 1), 8))
+    return min(_cores(), 8)
 
 
 def map_tasks(fn, tasks, executor: Executor | None = None, progress=None, *, total=None,

@@ -27,7 +27,8 @@ from ..model.symbols import omega, sigma
 __all__ = [
     "Softmax", "Logistic", "logistic", "row_softmax", "student_attention", "teacher_attention",
     "loss_general", "loss_L2_closed_form", "loss_L2_from_targets",
-    "loss_closed_form_L2_equals_general",
+    "loss_closed_form_L2_equals_general", "SoftmaxEntry", "softmax_rows", "loss_from_targets",
+    "teacher_targets",
 ]
 
 
@@ -79,6 +80,50 @@ class Logistic(sp.Function):
 logistic = Logistic
 
 
+class SoftmaxEntry(sp.Function):
+    r"""Entry ``j`` of the softmax of the logits ``a_1..a_L``: :math:`e^{a_j}/\sum_k e^{a_k}`.
+
+    Arguments ``(j, a_1, ..., a_L)`` with ``j`` a positive integer.  Kept as a function so that
+    derivatives stay in terms of the entries themselves,
+    :math:`\partial S_j/\partial a_k = S_j(\delta_{jk} - S_k)`, and compiled code evaluates it
+    in the overflow-free form :math:`1/\sum_k e^{a_k - a_j}`.  With two logits it is the
+    logistic of their difference, :math:`S_1 = \mathrm{logistic}(a_1 - a_2)`, so the paper's
+    ``L = 2`` expressions come out in :class:`Logistic` form.
+    """
+
+    @classmethod
+    def eval(cls, j, *a):
+        if not (j.is_Integer and 1 <= j <= len(a)):
+            raise ValueError(f"SoftmaxEntry: index {j} is not one of 1..{len(a)}")
+        if len(a) == 2:   # both entries through one logistic (one exponential per row)
+            return Logistic(a[0] - a[1]) if j == 1 else 1 - Logistic(a[0] - a[1])
+
+    def fdiff(self, argindex=1):
+        j, *a = self.args
+        if argindex == 1:
+            raise sp.ArgumentIndexError(self, argindex)
+        k = argindex - 1
+        return self * ((1 if k == int(j) else 0) - SoftmaxEntry(k, *a))
+
+    def _eval_rewrite_as_exp(self, j, *a, **kwargs):
+        return sp.exp(a[int(j) - 1]) / sum(sp.exp(ak) for ak in a)
+
+    def _eval_is_real(self):
+        return all(ak.is_real for ak in self.args[1:])
+
+    def _latex(self, printer, exp=None):
+        j, *a = self.args
+        base = r"\mathrm{softmax}_{%s}\left(%s\right)" % (printer._print(j),
+                                                          ", ".join(printer._print(x) for x in a))
+        return base if exp is None else r"\left(%s\right)^{%s}" % (base, exp)
+
+
+def softmax_rows(M: sp.Matrix) -> sp.Matrix:
+    """Row-wise softmax of ``M`` with :class:`SoftmaxEntry` entries (equal to :func:`row_softmax`)."""
+    M = sp.Matrix(M)
+    return sp.Matrix(M.rows, M.cols, lambda i, j: SoftmaxEntry(j + 1, *M.row(i)))
+
+
 def row_softmax(M: sp.Matrix) -> sp.Matrix:
     """Explicit row-wise softmax of a SymPy matrix."""
     M = sp.Matrix(M)
@@ -111,6 +156,22 @@ def loss_general(h, hs, A: sp.Matrix):
     r""":math:`\ell(h,h^*) = \tfrac{\sigma^2}{2}\lVert S(h) - T(h^*)\rVert_F^2` for any ``L`` and rank."""
     D = student_attention(h) - teacher_attention(hs, A)
     return sigma**2 / 2 * sum(D[i, j] ** 2 for i in range(D.rows) for j in range(D.cols))
+
+
+def loss_from_targets(h, T: sp.Matrix):
+    r""":math:`\ell = \tfrac{\sigma^2}{2}\lVert \mathrm{softmax}(hh^\top) - T\rVert_F^2` for any ``L`` and
+    rank, given the target matrix ``T`` (``L x L``, any entries); the softmax as
+    :class:`SoftmaxEntry`.  This is the form the compiled kernels are generated from."""
+    H = _as_column_matrix(h)
+    D = softmax_rows(H * H.T) - sp.Matrix(T)
+    return sigma**2 / 2 * sum(D[i, j] ** 2 for i in range(D.rows) for j in range(D.cols))
+
+
+def teacher_targets(hs, A: sp.Matrix) -> sp.Matrix:
+    r""":math:`T(h^*) = (1-\omega)\,\mathrm{softmax}(h^* h^{*\top}) + \omega A` with
+    :class:`SoftmaxEntry` entries (equal to :func:`teacher_attention`)."""
+    H = _as_column_matrix(hs)
+    return (1 - omega) * softmax_rows(H * H.T) + omega * sp.Matrix(A)
 
 
 def loss_L2_from_targets(h, t11, t22):
