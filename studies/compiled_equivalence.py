@@ -12,7 +12,7 @@ compare::
     python studies/compiled_equivalence.py --compare old.json new.json
 
 The script imports ``symattn`` from the working directory it runs in, so it measures that
-checkout.  Stored results: ``studies/results/compiled_equivalence_*.json``.
+checkout.  Timings are after a warm-up (a scramble of 2^8), one process, both cores free.  Stored results: ``studies/results/compiled_equivalence_*.json``.
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ def record(path):
     head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     out = {"commit": head.strip(), "module": symattn.__file__, "log2n": LOG2N, "atoms": {}, "fixed_points": {},
            "thresholds": {}, "timings": {}}
+    # warm-up outside the timings: derivation, lambdify or compilation / cache loading
+    thresholds_for_rule(params, NumericalSettings(log2n=8, rules=2), 0)
     nodes = SobolRule(LOG2N, 0).nodes()
     ch = OutputChannel(params, nodes)
     for name, x in POINTS.items():
