@@ -12,7 +12,8 @@ safeguarded Newton:
 * the Hessian is shifted to have its smallest eigenvalue at least ``1e-4 / V`` (cyclic Jacobi
   for the eigenvalue, Cholesky for the step);
 * Armijo backtracking on :math:`\mathcal G` (constant ``1e-4``, at most 40 trial steps, after
-  which the step is halved once more); a step whose predicted decrease is below double
+  which the step is halved once more); the full step is evaluated with its gradient and
+  Hessian, which the next iteration uses when it is accepted; a step whose predicted decrease is below double
   precision's resolution of :math:`\mathcal G` is accepted (the point is stationary);
 * converged when :math:`\max_i|\partial_i\mathcal G| \le` ``gtol`` at a positive-definite Hessian;
   at most ``max_iter`` iterations.
@@ -118,13 +119,17 @@ def newton_direction(H, shift, g, work, d):
 
 
 @njit(cache=True, inline="always")
-def newton(h, w, T, V, sigma, gtol, max_iter, g, H, work, d, trial):
-    """Safeguarded Newton from h (updated in place): (value, converged, iterations)."""
+def newton(h, w, T, V, sigma, gtol, max_iter, g, H, work, d, trial, g2, H2):
+    """Safeguarded Newton from h (updated in place): (value, converged, iterations).
+
+    The full step is tried with the value, gradient and Hessian at once: accepted (the usual
+    case), they serve the next iteration; only shorter steps are tried with the value alone.
+    """
     floor = 1e-4 / V
     it = 0
+    G = objective_derivatives(h, w, T, V, sigma, g, H)
     while it < max_iter:
         it += 1
-        G = objective_derivatives(h, w, T, V, sigma, g, H)
         gmax = 0.0
         for i in range(K):
             gmax = max(gmax, abs(g[i]))
@@ -138,11 +143,19 @@ def newton(h, w, T, V, sigma, gtol, max_iter, g, H, work, d, trial):
         for i in range(K):
             slope += g[i] * d[i]
         small = 1e-17 * max(1.0, abs(G))
-        step = 1.0
         for i in range(K):
             trial[i] = h[i] + d[i]
-        Gp = objective(trial, w, T, V, sigma)
-        ok = Gp <= G + ARMIJO * slope or abs(slope) < small
+        Gp = objective_derivatives(trial, w, T, V, sigma, g2, H2)
+        if Gp <= G + ARMIJO * slope or abs(slope) < small:
+            for i in range(K):
+                h[i] = trial[i]
+                g[i] = g2[i]
+                for j in range(K):
+                    H[i, j] = H2[i, j]
+            G = Gp
+            continue
+        step = 1.0
+        ok = False
         trials = 1
         while not ok and trials < MAX_TRIALS:
             trials += 1
@@ -155,7 +168,7 @@ def newton(h, w, T, V, sigma, gtol, max_iter, g, H, work, d, trial):
             step *= 0.5
         for i in range(K):
             h[i] += step * d[i]
-    G = objective_derivatives(h, w, T, V, sigma, g, H)
+        G = objective_derivatives(h, w, T, V, sigma, g, H)
     gmax = 0.0
     for i in range(K):
         gmax = max(gmax, abs(g[i]))
@@ -164,7 +177,7 @@ def newton(h, w, T, V, sigma, gtol, max_iter, g, H, work, d, trial):
 
 @njit(cache=True, inline="always")
 def prox_node(w, T, V, sigma, starts, gtol, max_iter, hs, Gs, cs, g, H, work, d, trial,
-              h_out, h2_out):
+              g2, H2, h_out, h2_out):
     """The prox at one node from its starts (s, K): (value, converged, value2, iterations)."""
     ns = starts.shape[0]
     itmax = 0
@@ -178,7 +191,7 @@ def prox_node(w, T, V, sigma, starts, gtol, max_iter, hs, Gs, cs, g, H, work, d,
             Gs[s] = np.inf
             cs[s] = False
             continue
-        G, ok, it = newton(hs[s], w, T, V, sigma, gtol, max_iter, g, H, work, d, trial)
+        G, ok, it = newton(hs[s], w, T, V, sigma, gtol, max_iter, g, H, work, d, trial, g2, H2)
         Gs[s] = G
         cs[s] = ok
         itmax = max(itmax, it)
@@ -230,6 +243,8 @@ def prox_nodes(w, T, V, sigma, starts, gtol, max_iter, h, G, conv, h2, G2, iters
         work = np.empty((K, K))
         d = np.empty(K)
         trial = np.empty(K)
+        g2 = np.empty(K)
+        H2 = np.empty((K, K))
         wi = np.empty(K)
         Ti = np.empty((L, L))
         si = np.empty((ns, K))
@@ -245,7 +260,7 @@ def prox_nodes(w, T, V, sigma, starts, gtol, max_iter, h, G, conv, h2, G2, iters
                     Ti[a, b] = T[i, a, b]
             G[i], conv[i], G2[i], iters[i] = prox_node(
                 wi, Ti, V[i], sigma, si, gtol, max_iter, hs, Gs, cs, g, Hm, work, d, trial,
-                hb, h2b)
+                g2, H2, hb, h2b)
             for k in range(K):
                 h[i, k] = hb[k]
                 h2[i, k] = h2b[k]

@@ -2,15 +2,15 @@ r"""Compiled kernels for a :class:`~symattn.compile.shape.Shape`, generated once
 
 :func:`shape_kernels` returns a module with, for its shape (``K = L r``, ``K_T = L r_t``):
 
-==========================================  ======================================================
-``objective(h, w, T, V, sigma)``            :math:`\mathcal G = \lVert h-w\rVert^2/(2V) + \ell(h, T)`
-``objective_derivatives(h, w, T, V,         value; fills ``g`` (``K``) and ``H`` (``K x K``)
-sigma, g, H)``                              with :math:`\nabla_h\mathcal G`, :math:`\nabla^2_h\mathcal G`
-``loss(h, T, sigma)``                       :math:`\ell = \tfrac{\sigma^2}{2}\lVert\mathrm{softmax}(hh^\top)-T\rVert_F^2`
-``teacher(hs, omega, A, T)``                fills ``T`` (``L x L``) with :math:`(1-\omega)\,\mathrm{softmax}(h^*h^{*\top})+\omega A`
-``prox_nodes``, ``objective_nodes``, ...    the same at every node, in parallel
-                                            (:mod:`symattn.compile.drivers`)
-==========================================  ======================================================
+* ``objective(h, w, T, V, sigma)``: :math:`\mathcal G = \lVert h-w\rVert^2/(2V) + \ell(h, T)`;
+* ``objective_derivatives(h, w, T, V, sigma, g, H)``: the value, and ``g`` (``K``), ``H``
+  (``K x K``) filled with :math:`\nabla_h\mathcal G` and :math:`\nabla^2_h\mathcal G`;
+* ``loss(h, T, sigma)``: :math:`\ell = \tfrac{\sigma^2}{2}\lVert\mathrm{softmax}(hh^\top)-T\rVert_F^2`;
+* ``teacher(hs, omega, A, T)``: ``T`` (``L x L``) filled with
+  :math:`(1-\omega)\,\mathrm{softmax}(h^*h^{*\top})+\omega A`;
+* ``prox_nodes``, ``objective_nodes``, ``derivatives_nodes``, ``loss_nodes``,
+  ``teacher_nodes``: the prox and the functions above at every node, in parallel
+  (:mod:`symattn.compile.drivers`).
 
 **Array contract.**  One node's ``h``, ``w`` are the flattened ``L x r`` matrices (row by
 row: entry ``(l, a)`` at ``l r + a``), ``hs`` the flattened ``L x r_t`` one, ``T`` and ``A``

@@ -209,11 +209,14 @@ class BudgetExhausted(Exception):
 
 
 def _newton(F: SaddlePointMap, state: MapState, free, eps, tol, max_iter, verbose,
-            budget=None):
+            budget=None, hand_over=True):
     """Damped Newton on ``r`` with backtracking on ``max|r|``; returns (state, iterations, ok).
 
     ``budget``: the value of ``F.n_evaluations`` at which to stop (raises
-    :class:`BudgetExhausted` with the best state so far as its argument)."""
+    :class:`BudgetExhausted` with the best state so far as its argument).  ``hand_over``:
+    two slow steps in a row end the solve (a later stage or ladder takes over); without it
+    (the last stage of the last ladder, after which nothing is tried) Newton goes on while
+    the residual falls."""
     rho = F.params.rho
     res = float(np.max(np.abs(state.residual(free))))
     it = 0
@@ -249,7 +252,7 @@ def _newton(F: SaddlePointMap, state: MapState, free, eps, tol, max_iter, verbos
         # reach at this eps (see solve_fixed_point); hand over to the next stage
         slow = slow + 1 if rn > SLOW * res else 0
         state, res = new, rn
-        if slow >= 2:
+        if slow >= 2 and hand_over:
             return state, it, res <= tol
         if verbose:
             print(f"    newton {it:3d} eps={eps:.0e} residual {res:.3e} x={state.x} "
@@ -269,7 +272,8 @@ def solve_fixed_point(F: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 
     reach.  So if Newton at ``eps`` stalls, the solve is restarted from ``x0`` and continued in
     ``eps``: from ``1e-4`` (then, if that fails too, from ``1e-2``) down to ``eps`` by factors
     of 100, and last from ``1e-4`` by factors of 3, each stage started from the previous
-    stage's solution (a stage that stalls hands over to the next).  Returns a :class:`FixedPoint` whose ``converged`` is True only if the
+    stage's solution (a stage that stalls hands over to the next; the very last one goes on
+    with slow steps while they lower the residual).  Returns a :class:`FixedPoint` whose ``converged`` is True only if the
     final stage (at ``eps``) reached the residual ``tol`` and every prox solve converged.
 
     ``max_evaluations`` bounds the evaluations of the map (each Jacobian counts one per free
@@ -286,13 +290,16 @@ def solve_fixed_point(F: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 
     tried = []
     iterations = 0
     budget = None if max_evaluations is None else F.n_evaluations + max_evaluations
-    for stages in eps_stages(eps):
+    ladders = eps_stages(eps)
+    for n_ladder, stages in enumerate(ladders):
         tried.append(stages)
         state = None
         try:
-            for e in stages:
+            for n_stage, e in enumerate(stages):
+                last = n_ladder == len(ladders) - 1 and n_stage == len(stages) - 1
                 state = F(x if state is None else state.x, e)
-                state, k, ok = _newton(F, state, free, e, tol, max_iter, verbose, budget)
+                state, k, ok = _newton(F, state, free, e, tol, max_iter, verbose, budget,
+                                       hand_over=not last)
                 iterations += k
         except BudgetExhausted as exc:
             state, k = exc.args
