@@ -180,7 +180,7 @@ def test_a_second_process_loads_from_the_cache(tmp_path):
         def refuse(*a, **k):
             raise AssertionError("derived again")
         kern._equations = refuse
-        gen._shape_source = refuse
+        gen.shape_source = refuse
     """) + textwrap.dedent(first)
     r2 = _run(second, env)
     assert r2.returncode == 0, r2.stderr

@@ -39,7 +39,7 @@ def test_chunked_channel_is_the_one_pass_channel(paper_params, sobol12_channel):
     """Same nodes, same prox: the averages may differ only by the order of summation."""
     x = np.array([0.08, 0.0, 0.11, 18.0])
     one = sobol12_channel.evaluate(x)
-    chunked = ChunkedChannel(paper_params, sobol12_channel.nodes, chunk=2**9).evaluate(x)
+    chunked = ChunkedChannel(paper_params, sobol12_channel.nodes).evaluate(x)
     assert chunked.n_failed == one.n_failed == 0
     np.testing.assert_allclose(chunked.means, one.means, rtol=1e-13, atol=1e-17)
     assert chunked.E_M == pytest.approx(one.E_M, rel=1e-13)
@@ -55,7 +55,7 @@ def test_warm_started_channel_is_the_cold_channel(paper_params, sobol12_channel,
     (the integrand rows move by ~1e-12 with h).  A move beyond the warm radius falls back to
     cold starts."""
     x = np.array(x)
-    ch = ChunkedChannel(paper_params, sobol12_channel.nodes, chunk=2**10, warm=True)
+    ch = ChunkedChannel(paper_params, sobol12_channel.nodes, warm=True)
     before = sobol12_channel.evaluate(x)
     ch.evaluate(x)
     assert not ch.last_warm
@@ -142,7 +142,7 @@ def test_large_rule_stage_finds_the_roots_of_that_rule(paper_params, fast_small)
     the direct solver's last Newton step / Brent bound and its 1e-10 residual tolerance, which
     moves alpha_c by ~1e-10 / |Delta'| x |eps_t gradient| < 1e-7).  Unfolded, so that both
     run on the same nodes (folded rules: ``tests/test_folds.py``)."""
-    hp = HighPrecisionSettings(log2n=13, rules=2, seed=77, chunk_log2=11, fold=False)
+    hp = HighPrecisionSettings(log2n=13, rules=2, seed=77, fold=False)
     setup = _fast_setup(paper_params, fast_small, hp)
     eps_lin, _ = linear_baseline_error(paper_params)
     stage = _large_rule_task((paper_params, hp, 77, setup, eps_lin))
@@ -249,7 +249,7 @@ def test_cli_high_options_need_precision_high(capsys):
     assert "needs the second route" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("kwargs", [{"log2n": 9}, {"rules": 1}, {"chunk_log2": 27},
+@pytest.mark.parametrize("kwargs", [{"log2n": 9}, {"rules": 1},
                                     {"confirm_orders": (20, 24)}])
 def test_settings_refuse_bad_values(kwargs):
     with pytest.raises(ValueError):
@@ -359,3 +359,29 @@ def test_a_checkpoint_with_a_damaged_record_is_refused_not_half_read(tmp_path):
     path.write_text(json.dumps({"key": key, "records": [{"seed": 1000, "alpha_c": 1.25}]}))
     with pytest.raises(CheckpointMismatch, match="damaged"):
         _load_checkpoint(path, key)
+
+
+@pytest.mark.parametrize("x", [[0.08164738, 0.0, 0.1179633, 18.31522],
+                               [0.04705195, 0.2525654, 0.0, 14.87689],
+                               [0.3, 0.2, 0.2, 30.0]])      # wide search discs: _widen's starts
+def test_fused_channel_is_the_numpy_level_channel(paper_params, sobol12_channel, x):
+    """OutputChannel.means (one compiled pass) against OutputChannel.evaluate: the same prox
+    at every node to the bit (same starts, same Newton), so the averages differ only by the
+    order of summation (4096 terms: ~1e-15 relative); cold, and warm from stored minima (a
+    nan runner-up is skipped), with no start at all at every seventh node (there the default
+    starts take over)."""
+    ch = sobol12_channel
+    x = np.array(x)
+    fused, (h, h2) = ch.means(x, keep=True)
+    one = ch.evaluate(x)
+    np.testing.assert_array_equal(h, one.prox.h)
+    np.testing.assert_array_equal(np.isnan(h2), np.isnan(one.prox.h2))
+    np.testing.assert_allclose(fused.means, one.means, rtol=1e-14, atol=1e-18)
+    assert (fused.n_failed, fused.n_ties) == (one.n_failed, one.n_ties)
+    starts = np.stack([h, h2], axis=1)
+    starts[::7] = np.nan
+    x1 = x * (1 + 1e-3)
+    fused1, _ = ch.means(x1, starts=starts)
+    one1 = ch.evaluate(x1, starts=starts)
+    np.testing.assert_allclose(fused1.means, one1.means, rtol=1e-14, atol=1e-18)
+    assert (fused1.n_failed, fused1.n_ties) == (one1.n_failed, one1.n_ties)

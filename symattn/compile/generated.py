@@ -49,7 +49,8 @@ import threading
 import warnings
 from pathlib import Path
 
-__all__ = ["shape_kernels", "node_kernel", "cached_module", "cache_dir", "generation_key",
+__all__ = ["shape_kernels", "shape_source", "node_kernel", "cached_module", "cache_dir",
+           "generation_key",
            "KERNEL_LOCK"]
 
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -153,7 +154,8 @@ def _cached_module(name, make_source):
     return module
 
 
-def _shape_source(shape) -> str:
+def shape_source(shape) -> str:
+    """The text of :func:`shape_kernels`' module for ``shape`` (derives; no cache)."""
     import sympy as sp
 
     from ..model.symbols import V, omega, sigma
@@ -195,7 +197,7 @@ def shape_kernels(shape=None):
     """The compiled kernel module of ``shape`` (default: the paper's; module doc)."""
     from .shape import PAPER_SHAPE
     shape = shape or PAPER_SHAPE
-    return cached_module(f"shape_{shape.tag}", lambda: _shape_source(shape))
+    return cached_module(f"shape_{shape.tag}", lambda: shape_source(shape))
 
 
 @functools.lru_cache(maxsize=None)

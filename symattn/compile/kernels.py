@@ -24,8 +24,8 @@ from scipy import special
 
 from ..model.symbols import (CONJUGATES, NAMES, ORDER_PARAMS, V, alpha, lam, m, omega, q, rho,
                              sigma, theta)
-from ..symbolic.attention import (loss_from_targets, loss_L2_closed_form, loss_L2_from_targets,
-                                  teacher_diagonal_L2, teacher_targets)
+from ..symbolic.attention import (loss_from_targets, loss_L2_from_targets, teacher_diagonal_L2,
+                                  teacher_targets)
 from ..symbolic.expectation import Expect, OutputF
 from ..symbolic.free_energy import PAPER_SETTING, derive_saddle_point
 from ..symbolic.moreau import MoreauEnvelope, MoreauObjective
@@ -33,9 +33,9 @@ from .codegen import Argument
 from .generated import cached_module, node_kernel
 from .shape import PAPER_SHAPE, flat
 
-__all__ = ["SETTING", "equations_module", "n_atoms", "prox_kernel", "objective_kernel", "teacher_kernel", "output_equations",
-           "prior_equations", "phi_kernel", "atom_list", "odd_atoms", "atom_integrands", "loss_kernel",
-           "generalisation_integrand", "eps_g_nodes", "channel_rows_kernel", "eps_g_kernel",
+__all__ = ["SETTING", "equations_module", "n_atoms", "channel_module", "prox_kernel", "objective_kernel",
+           "teacher_kernel", "output_equations", "prior_equations", "phi_kernel", "atom_list",
+           "odd_atoms", "atom_integrands", "eps_g_nodes", "channel_rows_kernel", "eps_g_kernel",
            "lambdify"]
 
 SETTING = PAPER_SETTING
@@ -89,12 +89,6 @@ def prox_kernel(module: str = "numpy"):
 def objective_kernel(module: str = "numpy"):
     """``(h1, h2, w1, w2, T11, T22, V, sigma) -> G`` (value only, for line searches)."""
     return lambdify((*_h, *_w, *_t, V, sigma), _objective().expr, module)
-
-
-@functools.lru_cache(maxsize=None)
-def loss_kernel(module: str = "numpy"):
-    r"""``(h1, h2, T11, T22, sigma) -> loss``: :math:`\ell` given the target diagonal."""
-    return lambdify((*_h, *_t, sigma), loss_L2_from_targets(_h, *_t), module)
 
 
 @functools.lru_cache(maxsize=None)
@@ -250,6 +244,22 @@ def _channel_rows():
         "The atoms' integrands, then the loss at the prox p."
 
 
+@functools.lru_cache(maxsize=None)
+def channel_module():
+    """The paper shape's generated module (:func:`~symattn.compile.generated.shape_kernels`)
+    with the scalar ``channel_rows(xi, eta, p, w, T, V, sigma, out)`` and the fused
+    ``channel_sums`` (:mod:`symattn.compile.channel_driver`), cached like it."""
+    def source():
+        from .channel_driver import CHANNEL
+        from .codegen import scalar_function
+        from .generated import shape_source
+        args, exprs, _ = _channel_rows()
+        rows = scalar_function("channel_rows", args, [("out", (len(exprs),), exprs)],
+                               "The atoms' integrands, then the loss, at the prox p.")
+        return "\n\n".join([shape_source(PAPER_SHAPE), rows, CHANNEL])
+    return cached_module("paper_channel", source)
+
+
 def channel_rows_kernel():
     """Compiled ``(xi, eta, p, w, T, V, sigma, out)``: at every node the integrand of each
     atom (order of :func:`atom_list`; ``f = (p - w)/V``), then ``loss(p, T)``; ``xi, eta, p,
@@ -286,13 +296,3 @@ def eps_g_nodes():
     h = tuple(s[l] * m + sp.sqrt(q) * u[l] for l in range(2))
     hs = tuple(theta / sp.sqrt(q) * u[l] + sp.sqrt(rho - theta**2 / q) * v[l] for l in range(2))
     return u, v, h, hs
-
-
-@functools.lru_cache(maxsize=None)
-def generalisation_integrand(module: str = "numpy"):
-    """``(u1, u2, v1, v2, q, m, theta, rho, sigma, omega, A11, A22) -> loss(h, h*)`` at the
-    nodes of :func:`eps_g_nodes`."""
-    u, v, h, hs = eps_g_nodes()
-    A = sp.Matrix([[_A[0], 1 - _A[0]], [1 - _A[1], _A[1]]])
-    expr = loss_L2_closed_form(h, hs, A)
-    return lambdify((*u, *v, q, m, theta, rho, sigma, omega, *_A), expr, module)

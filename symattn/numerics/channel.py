@@ -24,7 +24,7 @@ import numpy as np
 from scipy import special
 
 from ..compile.generated import shape_kernels
-from ..compile.kernels import SETTING, channel_rows_kernel, n_atoms
+from ..compile.kernels import SETTING, channel_module, channel_rows_kernel, n_atoms
 from ..model.params import ModelParams
 from ..results import Status
 from .prox import ProxResult, prox
@@ -227,6 +227,44 @@ class OutputChannel:
         means = self.nodes.expect(mixed)
         return ChannelState(x=x, eps=eps, w=w, t=t, prox=pr, p=p, rows_best=rows_best,
                             rows_second=rows_second, means=means, n_atoms=self._n_atoms)
+
+    #: chunks of the fused kernel's sums: fixed, so the sums do not depend on the threads
+    FUSED_CHUNKS = 1024
+
+    def means(self, x, eps: float = 1e-10, starts=None, keep: bool = False):
+        """The averages of :meth:`evaluate` without per-node arrays, by one compiled pass
+        (:mod:`symattn.compile.channel_driver`): ``(ChannelMeans, minima)``.
+
+        The same numbers as ``evaluate(x, eps, starts).means`` up to the order of summation.
+        ``minima``: with ``keep``, every node's best and runner-up minimum ``(h, h2)``, each
+        ``(n, 2)`` (warm starts for a nearby ``x``), else ``None``.
+        """
+        x = np.asarray(x, float)
+        q, m, theta, V = (float(v) for v in x)
+        p = self.params
+        if not V > 0:
+            raise InvalidOrderParameters(f"need V > 0; got V={V}")
+        if not (q > 0 and theta**2 < q * p.rho):
+            raise InvalidOrderParameters(f"need q > 0 and theta^2 < q rho; got q={q}, theta={theta}")
+        if not hasattr(self, "_xi_eta"):
+            self._xi_eta = (np.ascontiguousarray(self.nodes.xi),
+                            np.ascontiguousarray(self.nodes.eta),
+                            np.ascontiguousarray(self.nodes.weights, float))
+        xi, eta, wts = self._xi_eta
+        n = len(wts)
+        chunks = max(1, min(n, self.FUSED_CHUNKS))
+        sums = np.zeros((chunks, self._n_atoms + 2))
+        counts = np.zeros((chunks, 2), np.int64)
+        given = starts is not None
+        S = (np.ascontiguousarray(starts, float) if given else np.empty((n, 0, 2)))
+        h, h2 = (np.empty((n, 2)), np.empty((n, 2))) if keep else (np.empty((0, 2)),) * 2
+        channel_module().channel_sums(xi, eta, wts, q, m, theta, V, float(p.sigma),
+                                      float(p.omega), p.A_array, float(p.rho), float(eps), S,
+                                      given, float(self.gtol), 100, keep, h, h2, sums, counts)
+        failed, ties = (int(v) for v in counts.sum(axis=0))
+        out = ChannelMeans(x=x, eps=eps, means=sums.sum(axis=0), n_atoms=self._n_atoms,
+                           n_failed=failed, n_ties=ties)
+        return out, ((h, h2) if keep else None)
 
     def derivative(self, state: ChannelState, j: int, step: float) -> np.ndarray:
         r""":math:`\partial\,\mathrm{means}/\partial x_j` of the smoothed averages.

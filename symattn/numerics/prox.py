@@ -43,7 +43,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
 from ..compile.generated import shape_kernels
 
@@ -90,8 +89,11 @@ def loss_zeros(t1, t2, min_sum=0.05):
     :math:`a_l = \mathrm{logit}(T_{ll})`; since :math:`a_1 + a_2 = (h_1-h_2)^2 \ge 0`, a target with
     :math:`a_1 + a_2` below ``min_sum`` is shifted to that sum.  Returns ``(n, 2)``.
     """
-    a1 = special.logit(np.clip(t1, 1e-12, 1 - 1e-12))
-    a2 = special.logit(np.clip(t2, 1e-12, 1 - 1e-12))
+    # log(T / (1 - T)) as written, not scipy's logit (which rounds differently in a quarter
+    # of cases): the fused channel kernel computes these starts the same way, to the bit
+    t1, t2 = np.clip(t1, 1e-12, 1 - 1e-12), np.clip(t2, 1e-12, 1 - 1e-12)
+    a1 = np.log(t1 / (1 - t1))
+    a2 = np.log(t2 / (1 - t2))
     shift = np.maximum(0.0, (min_sum - (a1 + a2)) / 2)
     a1, a2 = a1 + shift, a2 + shift
     delta = np.sqrt(a1 + a2)

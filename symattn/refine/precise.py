@@ -18,8 +18,7 @@ r"""High-precision thresholds: the fast route's answer refined on large scramble
    ``jac_eps`` (that width captures, on average, the switching surfaces' contribution to the
    derivative, which a hard-selection Jacobian misses: the positional branch contracts faster
    per step than with ``eps = 1e-10``) and updated by Broyden's rule.
-   Each step is one evaluation of the large rule, done in chunks of ``2**chunk_log2`` nodes
-   (cache-sized: faster than one pass).  After a branch's first evaluation every node's
+   Each step is one evaluation of the large rule, one compiled pass over its nodes.  After a branch's first evaluation every node's
    prox starts from its own minima of the previous evaluation (:class:`ChunkedChannel`,
    ``warm_starts``): faster than the multi-start.  The states that
    give results are recomputed with the multi-start, and the difference enters the
@@ -117,7 +116,6 @@ class HighPrecisionSettings:
     log2n: int = 22          #: points per large scramble: 2**log2n
     rules: int = 8          #: large scrambles (the integration error bar's sample size)
     seed: int = 1000          #: seed of the first large scramble (fast rules use 0, 1, ...)
-    chunk_log2: int = 14      #: nodes per evaluation chunk: 2**chunk_log2
     jac_eps: float = 1e-3     #: selection smoothing of the fast rule's chord Jacobian
     phi_tol: float = 1e-12    #: stop the chord when eps_t (resp. eps_g) moves less than this
     max_chord: int = 10       #: chord steps allowed per solve
@@ -145,8 +143,6 @@ class HighPrecisionSettings:
         if not 2 <= self.rules <= 256:
             raise ValueError(f"rules must be in [2, 256] (one rule has no error bar), "
                              f"got {self.rules}")
-        if not 8 <= self.chunk_log2 <= 26:
-            raise ValueError(f"chunk_log2 must be in [8, 26], got {self.chunk_log2}")
         if self.confirm_orders and (len(self.confirm_orders) < 3 or len(self.confirm_cells) < 2
                                     or min(self.confirm_orders) < 2):
             raise ValueError("the second route needs three outer orders >= 2 and two cell "
@@ -156,8 +152,9 @@ class HighPrecisionSettings:
 
 
 class ChunkedChannel:
-    """An :class:`~symattn.numerics.channel.OutputChannel` on a large node set, evaluated in
-    chunks (same result as one pass up to the order of summation; no Jacobian).
+    """An :class:`~symattn.numerics.channel.OutputChannel` on a large node set, evaluated by
+    the fused compiled kernel (:meth:`~symattn.numerics.channel.OutputChannel.means`: the
+    same result as its ``evaluate`` up to the order of summation; no Jacobian).
 
     With ``warm`` it keeps every node's local minima (best and runner-up) and, when the next
     ``x`` is within ``WARM_RADIUS`` (relative, per component) of the last, starts Newton
@@ -172,44 +169,29 @@ class ChunkedChannel:
 
     WARM_RADIUS = 0.05
 
-    def __init__(self, params: ModelParams, nodes: NodeSet, chunk: int = 2**14,
-                 gtol: float = 1e-13, warm: bool = False):
+    def __init__(self, params: ModelParams, nodes: NodeSet, gtol: float = 1e-13,
+                 warm: bool = False):
         self.params = params
         self.nodes = nodes
-        self.chunk = int(chunk)
         self.gtol = gtol
         self.warm = warm
-        self._minima = None     # (x, [(h, h2) per chunk]) of the last evaluation
+        self._channel = OutputChannel(params, nodes, gtol=gtol)
+        self._minima = None     # (x, (h, h2)) of the last evaluation
         self.last_warm = False  # whether the last evaluation started from stored minima
         self.passes = {"warm": 0, "cold": 0}
-
-    def _starts(self, i):
-        """Chunk ``i``'s stored minima as starts (a nan runner-up is skipped by the prox)."""
-        return np.stack(self._minima[1][i], axis=1)
 
     def evaluate(self, x, eps: float = 1e-10) -> ChannelMeans:
         x = np.asarray(x, float)
         use = (self.warm and self._minima is not None
                and bool(np.all(np.abs(x - self._minima[0])
                                <= self.WARM_RADIUS * np.maximum(np.abs(self._minima[0]), 1e-2))))
-        total, n_failed, n_ties, n_atoms, minima = None, 0, 0, 0, []
-        pts, wts = self.nodes.points, self.nodes.weights
-        for k, i in enumerate(range(0, self.nodes.size, self.chunk)):
-            sub = NodeSet(pts[i:i + self.chunk], wts[i:i + self.chunk], self.nodes.label)
-            st = OutputChannel(self.params, sub, gtol=self.gtol).evaluate(
-                x, eps, starts=self._starts(k) if use else None)
-            total = st.means if total is None else total + st.means
-            n_failed += st.n_failed
-            n_ties += st.n_ties
-            n_atoms = st.n_atoms
-            if self.warm:
-                minima.append((st.prox.h, st.prox.h2))
+        starts = np.stack(self._minima[1], axis=1) if use else None
+        out, minima = self._channel.means(x, eps, starts=starts, keep=self.warm)
         if self.warm:
             self._minima = (x, minima)
         self.last_warm = use
         self.passes["warm" if use else "cold"] += 1
-        return ChannelMeans(x=x, eps=eps, means=total, n_atoms=n_atoms, n_failed=n_failed,
-                            n_ties=n_ties)
+        return out
 
 
 def chord_solve(F: SaddlePointMap, x0, free, J, *, watch, tol: float, max_iter: int):
@@ -567,7 +549,7 @@ def _large_rule_task(args) -> LargeRuleRecord:
     rule = SobolRule(hp.log2n, seed)
     channels = {b: ChunkedChannel(params, rule.nodes(fold=branch_fold(params, b) if hp.fold
                                                      else None),
-                                  chunk=2**hp.chunk_log2, gtol=hp.gtol, warm=hp.warm_starts)
+                                  gtol=hp.gtol, warm=hp.warm_starts)
                 for b in ("positional", "semantic")}
     out: LargeRuleRecord = {"seed": seed, **_alpha_c_on_rule(params, channels, setup, hp)}
     if setup["alpha_l_branch"] in ("semantic", "positional"):

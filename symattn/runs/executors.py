@@ -75,7 +75,8 @@ def _init_worker(parent: int, threads: int) -> None:
     ``threads`` threads (the pool's workers share the cores; more would oversubscribe them)."""
     _die_with_parent(parent)
     if "numba" in sys.modules:
-        sys.modules["numba"].set_num_threads(threads)
+        numba = sys.modules["numba"]
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     else:
         os.environ["NUMBA_NUM_THREADS"] = str(threads)
 
