@@ -36,64 +36,17 @@ Array contract: every input broadcasts to shape ``(n,)``; ``starts`` has shape `
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
-from scipy import special
 
 from symattn.compile.kernels import objective_kernel, prox_kernel
+# the result type, the loss zeros (now log(T/(1-T)) rather than scipy's logit: rounding) and
+# the disc radius are the compiled path's own
+from symattn.numerics.prox import WIDE_DISC, ProxResult, loss_zeros
 
 __all__ = ["ProxResult", "prox", "loss_zeros"]
 
 _ARMIJO = 1e-4
 _MAX_HALVINGS = 40
-#: search-disc radius above which more starts are tried (:func:`_widen`)
-WIDE_DISC = 1.25
-
-
-@dataclass
-class ProxResult:
-    """Global minimiser per node.
-
-    Attributes
-    ----------
-    h : (n, 2) array      the prox (lowest local minimum found)
-    value : (n,) array    the Moreau envelope M = G(prox)
-    converged : (n,) bool the chosen start met the gradient tolerance at a PD Hessian
-    h2 : (n, 2) array     the runner-up: lowest *other* distinct local minimum (nan if none)
-    value2 : (n,) array   its value (inf if none)
-    iterations : int      Newton iterations of the slowest start
-    """
-
-    h: np.ndarray
-    value: np.ndarray
-    converged: np.ndarray
-    h2: np.ndarray
-    value2: np.ndarray
-    iterations: int
-
-    @property
-    def gap(self) -> np.ndarray:
-        """``value2 - value`` (``inf`` where only one local minimum was found)."""
-        return self.value2 - self.value
-
-    @property
-    def n_failed(self) -> int:
-        return int(np.count_nonzero(~self.converged))
-
-
-def loss_zeros(t1, t2, min_sum=0.05):
-    r"""The two points :math:`\pm h^0` where the loss vanishes (or nearly, if unreachable).
-
-    :math:`a_l = \mathrm{logit}(T_{ll})`; since :math:`a_1 + a_2 = (h_1-h_2)^2 \ge 0`, a target with
-    :math:`a_1 + a_2` below ``min_sum`` is shifted to that sum.  Returns ``(n, 2)``.
-    """
-    a1 = special.logit(np.clip(t1, 1e-12, 1 - 1e-12))
-    a2 = special.logit(np.clip(t2, 1e-12, 1 - 1e-12))
-    shift = np.maximum(0.0, (min_sum - (a1 + a2)) / 2)
-    a1, a2 = a1 + shift, a2 + shift
-    delta = np.sqrt(a1 + a2)
-    return np.stack([a1 / delta, -a2 / delta], axis=-1)
 
 
 def _newton(h, w, t, V, sigma, gtol, max_iter):

@@ -222,6 +222,14 @@ def prox_node(w, T, V, sigma, starts, gtol, max_iter, hs, Gs, cs, g, H, work, d,
     return Gs[best], cs[best], Gs[second] if second >= 0 else np.inf, itmax
 
 
+@njit(cache=True)
+def prox_work(ns):
+    """prox_node's work arrays for ns starts: hs, Gs, cs, g, H, work, d, trial, g2, H2, h, h2."""
+    return (np.empty((ns, K)), np.empty(ns), np.empty(ns, np.bool_), np.empty(K),
+            np.empty((K, K)), np.empty((K, K)), np.empty(K), np.empty(K), np.empty(K),
+            np.empty((K, K)), np.empty(K), np.empty(K))
+
+
 @njit(cache=True, parallel=True)
 def prox_nodes(w, T, V, sigma, starts, gtol, max_iter, h, G, conv, h2, G2, iters):
     """prox_node at every node: w (n, K), T (n, L, L), V (n,), starts (n, s, K).
@@ -235,21 +243,10 @@ def prox_nodes(w, T, V, sigma, starts, gtol, max_iter, h, G, conv, h2, G2, iters
     ns = starts.shape[1]
     chunks = min(n, 256)
     for c in prange(chunks):
-        hs = np.empty((ns, K))
-        Gs = np.empty(ns)
-        cs = np.empty(ns, np.bool_)
-        g = np.empty(K)
-        Hm = np.empty((K, K))
-        work = np.empty((K, K))
-        d = np.empty(K)
-        trial = np.empty(K)
-        g2 = np.empty(K)
-        H2 = np.empty((K, K))
+        hs, Gs, cs, g, Hm, work, d, trial, g2, H2, hb, h2b = prox_work(ns)
         wi = np.empty(K)
         Ti = np.empty((L, L))
         si = np.empty((ns, K))
-        hb = np.empty(K)
-        h2b = np.empty(K)
         for i in range(c * n // chunks, (c + 1) * n // chunks):
             for k in range(K):
                 wi[k] = w[i, k]
