@@ -221,3 +221,29 @@ def test_two_python_threads_may_call_the_kernels():
     """, os.environ.copy())
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "True 15"
+
+
+@pytest.mark.slow
+def test_pools_survive_openmp_started_before_symattn():
+    """Code outside symattn that ran a parallel numba function first leaves numba on OpenMP
+    where it is available (not fork-safe: libgomp terminates forked children); symattn's
+    pools then spawn instead of fork, and the run completes."""
+    r = _run("""
+        import numba, numpy as np
+        from numba import njit, prange
+        @njit(parallel=True)
+        def f(x):
+            s = 0.0
+            for i in prange(x.size):
+                s += x[i]
+            return s
+        f(np.ones(1000))
+        layer = numba.threading_layer()
+        from symattn.model.params import ModelParams
+        from symattn.numerics.settings import NumericalSettings
+        from symattn.numerics.thresholds import compute_thresholds
+        th = compute_thresholds(ModelParams(), NumericalSettings(log2n=8, rules=3))
+        print(layer, np.isfinite(th.alpha_c))
+    """, {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[-1] == "True"

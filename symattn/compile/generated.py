@@ -88,9 +88,15 @@ _LOAD_LOCK = threading.RLock()
 
 
 def _configure_numba() -> None:
+    """The ``workqueue`` layer (module doc, 'Threads'), unless the environment names one.
+    Called when this module is imported, so that it holds before any parallel numba code of
+    the process runs; a layer already running is left alone (numba cannot change it)."""
     if "NUMBA_THREADING_LAYER" not in os.environ:
         import numba
-        numba.config.THREADING_LAYER = "workqueue"
+        try:
+            numba.threading_layer()
+        except ValueError:      # not launched yet: it can still be chosen
+            numba.config.THREADING_LAYER = "workqueue"
 
 
 def _locked(fn):
@@ -216,3 +222,6 @@ def node_kernel(name: str, build):
                             HEADER, node_function("kernel", args, exprs, doc),
                             'PARALLEL = ("kernel",)\n'])
     return cached_module(f"nodes_{name}", source).kernel
+
+
+_configure_numba()

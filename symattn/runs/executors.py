@@ -127,12 +127,26 @@ def process_pool(workers: int | None = None, *, spawn: bool = False) -> WorkerPo
 
     ``spawn=True``: fresh interpreters (safe whatever threads this process runs); otherwise
     ``fork`` where the platform offers it (workers start at once and share the parent's
-    imports), else the platform's default.
+    imports), else the platform's default.  Also ``spawn`` when numba already runs its
+    OpenMP threads in this process (code outside symattn ran a parallel numba function
+    before symattn chose the fork-safe layer): a forked child would be terminated by libgomp.
     """
     methods = multiprocessing.get_all_start_methods()
-    method = "spawn" if spawn or "fork" not in methods or sys.platform == "darwin" else "fork"
+    method = ("spawn" if spawn or "fork" not in methods or sys.platform == "darwin"
+              or _openmp_running() else "fork")
     return WorkerPool(max_workers=workers or default_workers(),
                       mp_context=multiprocessing.get_context(method))
+
+
+def _openmp_running() -> bool:
+    """Whether numba's threading layer in this process is OpenMP (not fork-safe)."""
+    numba = sys.modules.get("numba")
+    if numba is None:
+        return False
+    try:
+        return numba.threading_layer() == "omp"
+    except ValueError:          # no parallel region has run yet: the layer is still open
+        return False
 
 
 def stop_pool(executor) -> None:
