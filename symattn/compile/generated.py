@@ -162,8 +162,6 @@ def _cached_module(name, make_source):
 
 def shape_source(shape) -> str:
     """The text of :func:`shape_kernels`' module for ``shape`` (derives; no cache)."""
-    import sympy as sp
-
     from ..model.symbols import V, omega, sigma
     from ..symbolic.attention import loss_from_targets, teacher_targets
     from ..symbolic.moreau import MoreauObjective
@@ -194,7 +192,6 @@ def shape_source(shape) -> str:
                     Argument("A", flat(A), (L, L))],
         [("T", (L, L), flat(teacher_targets(hs, A)))], "Fills T with the teacher's target."))
     parts.append(DRIVERS)
-    del sp
     return "\n\n".join(parts)
 
 

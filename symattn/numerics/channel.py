@@ -143,11 +143,16 @@ class OutputChannel:
         self._signs = np.array(SETTING.signs, float)
         self._n_atoms = n_atoms()
 
+    def _check_domain(self, q, theta, V=1.0):
+        if not V > 0:
+            raise InvalidOrderParameters(f"need V > 0; got V={V}")
+        if not (q > 0 and theta**2 < q * self.params.rho):
+            raise InvalidOrderParameters(f"need q > 0 and theta^2 < q rho; got q={q}, theta={theta}")
+
     def node_map(self, q, m, theta):
         """``(w, hs)``, each ``(n, 2)``."""
         p = self.params
-        if not (q > 0 and theta**2 < q * p.rho):
-            raise InvalidOrderParameters(f"need q > 0 and theta^2 < q rho; got q={q}, theta={theta}")
+        self._check_domain(q, theta)
         xi, eta = self.nodes.xi, self.nodes.eta
         w = np.sqrt(q) * xi + self._signs * m
         hs = theta / np.sqrt(q) * xi + np.sqrt(p.rho - theta**2 / q) * eta
@@ -162,8 +167,7 @@ class OutputChannel:
 
     def _setup(self, x):
         q, m, theta, V = x
-        if not V > 0:
-            raise InvalidOrderParameters(f"need V > 0; got V={V}")
+        self._check_domain(q, theta, V)
         w, hs = self.node_map(q, m, theta)
         return w, self.targets(hs)
 
@@ -242,10 +246,7 @@ class OutputChannel:
         x = np.asarray(x, float)
         q, m, theta, V = (float(v) for v in x)
         p = self.params
-        if not V > 0:
-            raise InvalidOrderParameters(f"need V > 0; got V={V}")
-        if not (q > 0 and theta**2 < q * p.rho):
-            raise InvalidOrderParameters(f"need q > 0 and theta^2 < q rho; got q={q}, theta={theta}")
+        self._check_domain(q, theta, V)
         if not hasattr(self, "_xi_eta"):
             self._xi_eta = (np.ascontiguousarray(self.nodes.xi),
                             np.ascontiguousarray(self.nodes.eta),
