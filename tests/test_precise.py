@@ -157,6 +157,28 @@ def test_large_rule_stage_finds_the_roots_of_that_rule(paper_params, fast_small)
 
 
 @pytest.mark.slow
+def test_shared_route_gives_each_scrambles_solved_thresholds(paper_params, fast_small):
+    """The shared route (every scramble after the first evaluated at the first one's fixed
+    points: a chord step and one Newton / secant step in alpha) against solving each
+    scramble, a different algorithm, on the same three 2^13 scrambles: per scramble the two
+    may differ only by their own root-finding and fixed-point bounds (plus 1e-9 for the
+    rounding of two different iterations); the first scramble is solved by both."""
+    from symattn.refine.precise import refine_thresholds
+    from symattn.runs.executors import InProcess
+    runs = {shared: refine_thresholds(paper_params, fast_small,
+                                      HighPrecisionSettings(log2n=13, rules=3, seed=40,
+                                                            confirm_orders=(), shared=shared),
+                                      executor=InProcess)
+            for shared in (True, False)}
+    routes = [r["route"] for r in runs[True].per_rule]
+    assert routes[0] == "solved" and "shared" in routes[1:]
+    for a, b in zip(runs[True].per_rule, runs[False].per_rule):
+        for key in ("alpha_c", "alpha_l"):
+            bound = sum(r[key + k] for r in (a, b) for k in ("_root_bound", "_fixed_point"))
+            assert abs(a[key] - b[key]) <= bound + 1e-9, (a["seed"], key)
+
+
+@pytest.mark.slow
 def test_cli_precision_high_json(tmp_path, capsys):
     """Small sizes end to end: the error bar is the sum of its four parts, the large rules'
     answer lies within the fast route's error bar widened to three standard errors, and the

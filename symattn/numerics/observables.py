@@ -60,12 +60,16 @@ def _teacher_grid(params: ModelParams, order):
     return T.reshape(order, order, 2, 2), np.outer(w, w)
 
 
-def generalisation_error(params: ModelParams, q, m, theta, order: int = 24):
+def generalisation_error(params: ModelParams, q, m, theta, order: int = 24,
+                         coarse: int | None = None):
     """``(eps_g, error_estimate)``: the ``order``-point tensor Gauss-Hermite value, and its
-    difference to the ``order // 2``-point rule as a deliberately conservative error bound
-    (Gauss-Hermite converges fast here, so the error of the finer rule is far smaller)."""
+    difference to the ``coarse``-point rule (default ``order // 2``) as a deliberately
+    conservative error bound (Gauss-Hermite converges fast here, so the error of the finer
+    rule is far smaller).  ``coarse=0``: the value alone, with a nan bound."""
     hi = _eps_g(params, q, m, theta, order)
-    lo = _eps_g(params, q, m, theta, order // 2)
+    if coarse == 0:
+        return hi, float("nan")
+    lo = _eps_g(params, q, m, theta, order // 2 if coarse is None else coarse)
     return hi, abs(hi - lo)
 
 

@@ -136,6 +136,10 @@ class HighPrecisionSettings:
     #: fold each branch's scrambles onto the fundamental domain of its symmetries
     #: (:func:`branch_fold`): the same points, two or four times denser
     fold: bool = True
+    #: solve the fixed points and thresholds on the first large scramble only, and on every
+    #: other one take two cold passes per fixed point there, the second after a chord step
+    #: (:func:`_shared_rule_task`; module doc, 'Shared fixed points')
+    shared: bool = True
 
     def __post_init__(self):
         if not 10 <= self.log2n <= 26:
@@ -194,6 +198,22 @@ class ChunkedChannel:
         return out
 
 
+def _checked(F: SaddlePointMap, x):
+    """``F(x)``, or :class:`NotConverged` if a prox solve failed."""
+    st = F(np.array(x, float))
+    if st.channel.n_failed:
+        raise NotConverged(f"{st.channel.n_failed} prox solves failed on "
+                           f"{F.channel.nodes.label} at x = {st.x}")
+    return st
+
+
+def _chord_step(state, free, J):
+    """The chord iterate after ``state``: ``x - J^{-1} (F(x) - x)`` on the free variables."""
+    x = state.x.copy()
+    x[list(free)] -= np.linalg.solve(J, state.residual(list(free)))
+    return x
+
+
 def chord_solve(F: SaddlePointMap, x0, free, J, *, watch, tol: float, max_iter: int):
     """Quasi-Newton iterations ``x <- x - J^{-1} (F(x) - x)`` on the free variables.
 
@@ -207,11 +227,7 @@ def chord_solve(F: SaddlePointMap, x0, free, J, *, watch, tol: float, max_iter: 
     J = np.array(J, float)
 
     def evaluate(x):
-        st = F(x)
-        if st.channel.n_failed:
-            raise NotConverged(f"{st.channel.n_failed} prox solves failed on "
-                               f"{F.channel.nodes.label} at x = {x}")
-        return st
+        return _checked(F, x)
 
     state = evaluate(np.array(x0, float))
     value = watch(state)
@@ -310,15 +326,26 @@ def _fast_setup(params, fast: Thresholds, hp: HighPrecisionSettings):
     return setup
 
 
-def _eps_g(params, x):
-    return generalisation_error(params, x[0], x[1], x[2], order=32)
+#: Gauss-Hermite orders of eps_g on the large rules: the value's and the coarser rule's whose
+#: difference is its error bound.  At the paper's fixed points order 24 is within 1e-16
+#: (semantic) and 1e-12 (positional) of order 64, order 16 within 3e-12 and 7e-10
+#: (``benchmarks/eps_g_orders.py``), so the bound is about order 16's own error; order 32
+#: (2.4 times the nodes of order 24) bought nothing measurable.
+EPS_G_ORDERS = (24, 16)
+
+
+def _eps_g(params, x, bound: bool = True):
+    """``(eps_g, bound)`` at ``x``; ``bound=False``: the value alone (nan bound)."""
+    order, coarse = EPS_G_ORDERS
+    return generalisation_error(params, x[0], x[1], x[2], order=order,
+                                coarse=coarse if bound else 0)
 
 
 def _eps_g_gradient(params, x):
     """``grad eps_g`` at ``x = (q, m, theta, V)`` by central differences."""
     h = 1e-6 * np.maximum(np.abs(x), 1e-3)
-    return np.array([(_eps_g(params, x + h[i] * np.eye(4)[i])[0]
-                      - _eps_g(params, x - h[i] * np.eye(4)[i])[0]) / (2 * h[i])
+    return np.array([(_eps_g(params, x + h[i] * np.eye(4)[i], bound=False)[0]
+                      - _eps_g(params, x - h[i] * np.eye(4)[i], bound=False)[0]) / (2 * h[i])
                      for i in range(4)])
 
 
@@ -488,7 +515,7 @@ def _alpha_l_on_rule(params, ch, setup, hp, eps_lin):
     warm = ch.last_warm
     _, dmeans, dx_cold = _warm_check(F, st, B.free, J)
     check = {"warm": warm, "max_means": dmeans,
-             "eps_g": abs(_eps_g(params, st.x + dx_cold)[0] - eg)}
+             "eps_g": abs(_eps_g(params, st.x + dx_cold, bound=False)[0] - eg)}
     return {"alpha_l": alpha + corr, "alpha_l_root_bound": bound,
             "alpha_l_fixed_point": (changes[-1] + quad + check["eps_g"]) / abs(slopes[-1]),
             "alpha_l_warm_check": check, "alpha_l_slopes": slopes,
@@ -503,6 +530,7 @@ class LargeRuleRecord(TypedDict, total=False):
     checkpoint and in the result's ``per_rule``.  Errors are bounds in ``alpha``."""
 
     seed: int                      #: the scramble
+    route: str                     #: "shared": at the first scramble's fixed points
     alpha_c: float                 #: alpha_c on this scramble
     alpha_c_root_bound: float      #: remaining error of the Newton iteration
     alpha_c_fixed_point: float     #: fixed-point term (chord change + warm/cold difference)
@@ -551,7 +579,8 @@ def _large_rule_task(args) -> LargeRuleRecord:
                                                      else None),
                                   gtol=hp.gtol, warm=hp.warm_starts)
                 for b in ("positional", "semantic")}
-    out: LargeRuleRecord = {"seed": seed, **_alpha_c_on_rule(params, channels, setup, hp)}
+    out: LargeRuleRecord = {"seed": seed, "route": "solved",
+                            **_alpha_c_on_rule(params, channels, setup, hp)}
     if setup["alpha_l_branch"] in ("semantic", "positional"):
         out.update(_alpha_l_on_rule(params, channels[setup["alpha_l_branch"]], setup, hp,
                                     eps_lin))
@@ -559,6 +588,164 @@ def _large_rule_task(args) -> LargeRuleRecord:
         out.update({"alpha_l": out["alpha_c"]}, **{
             "alpha_l_" + k: out["alpha_c_" + k]
             for k in ("root_bound", "fixed_point", "floating_point")})
+    out["passes"] = {b: ch.passes for b, ch in channels.items()}
+    out["wall_time"] = time.perf_counter() - t0
+    return out
+
+
+#: Largest contraction of the chord step allowed on the shared route; a scramble whose step
+#: contracts less is solved instead (:func:`_shared_rule_task`).
+SHARED_MAX_CONTRACTION = 0.5
+
+
+class _NoContraction(Exception):
+    """The chord step at the shared fixed point did not contract enough."""
+
+
+def _chord_passes(F, x0, free, J, passes: int):
+    """Cold passes at ``x0`` and after each of ``passes - 1`` chord steps: ``(states, x, c)``
+    with ``x`` the next chord iterate (not evaluated) and ``c`` the last step's contraction,
+    ``|x - x_last| / |x_last - x_before|`` (components relative to ``max(|x|, 0.01)``);
+    :class:`_NoContraction` if ``c > SHARED_MAX_CONTRACTION``."""
+    states = [_checked(F, x0)]
+    for _ in range(passes - 1):
+        states.append(_checked(F, _chord_step(states[-1], free, J)))
+    x = _chord_step(states[-1], free, J)
+    scale = np.maximum(np.abs(x), 1e-2)
+    before = float(np.max(np.abs(states[-1].x - states[-2].x) / scale))
+    c = float(np.max(np.abs(x - states[-1].x) / scale)) / before if before > 0 else 0.0
+    if c > SHARED_MAX_CONTRACTION:
+        raise _NoContraction(c)
+    return states, x, c
+
+
+def _alpha_c_shared(params, channels, first, setup):
+    """``alpha_c`` on one scramble at the first scramble's last fixed points (module doc,
+    'Shared fixed points'): per branch a cold pass there and one after a chord step; one
+    Newton step in alpha from the first scramble's last alpha.
+
+    The Newton step's remaining error is bounded as in :func:`_alpha_c_on_rule`, with the first
+    scramble's measured slope error.  Fixed-point term: ``eps_t`` is stationary, so its error
+    falls like the square of the distance to the scramble's fixed point, which a chord step
+    of contraction ``c`` multiplies by about ``c / (1 - c)`` (at most 1 here); the change of
+    ``eps_t`` in the step times ``max(1, (c / (1 - c))^2)`` bounds what remains."""
+    alpha = first["alpha_c_steps"][-1]
+    res = {}
+    for b in ("positional", "semantic"):
+        B = BRANCHES[b]
+        F = SaddlePointMap(params, alpha, channels[b], symmetry=B.symmetry)
+        (s0, s1), _, c = _chord_passes(F, first["at_alpha_c"][b]["x"], B.free, setup[b][1], 2)
+        e0, e1 = _eps_t(F, s0), _eps_t(F, s1)
+        res[b] = {"eps_t": e1, "E_M": s1.channel.E_M, "contraction": c,
+                  "change": abs(e1 - e0) * max(1.0, (c / (1 - c)) ** 2),
+                  "chord_steps": 1, "x": s1.x.tolist()}
+    delta = res["positional"]["eps_t"] - res["semantic"]["eps_t"]
+    slope = res["positional"]["E_M"] - res["semantic"]["E_M"]
+    step = delta / slope
+    e = first["slope_relative_error"]
+    n = channels["semantic"].nodes.size
+    return {"alpha_c": alpha - step,
+            "alpha_c_root_bound": abs(step) * (abs(setup["delta2"]) * abs(step)
+                                               / (2 * abs(slope)) + e),
+            "alpha_c_fixed_point": sum(r["change"] for r in res.values()) / abs(slope),
+            "alpha_c_floating_point": _floating_point(
+                [res[b][k] for b in res for k in ("eps_t", "E_M")], n) / abs(slope),
+            "alpha_c_steps": [alpha], "delta": delta, "delta_slope": slope,
+            "slope_relative_error": e, "at_alpha_c": res}
+
+
+def _eps_g_after(params, states, x, c):
+    """``eps_g`` at the chord iterate ``x`` after ``states``, and its fixed-point bound: the
+    change from the last state times ``max(1, c / (1 - c))`` (what a geometric tail of
+    contraction ``c`` leaves) plus the quadrature bound."""
+    before = _eps_g(params, states[-1].x, bound=False)[0]
+    g, quad = _eps_g(params, x)
+    return g, abs(g - before) * max(1.0, c / (1 - c)) + quad
+
+
+def _alpha_l_shared(params, ch, first, setup, eps_lin):
+    """``alpha_l`` on one scramble from the first scramble's last fixed point (module doc,
+    'Shared fixed points').
+
+    At the first scramble's last alpha: a cold pass at its fixed point and after each of two
+    chord steps, and ``eps_g`` at the next chord iterate (no pass: ``eps_g`` is a function of
+    the order parameters); a step in alpha with the first scramble's slope.  The slope of
+    ``eps_g`` in alpha differs between scrambles by about 0.5 % (measured), too much for a
+    single step, so at the new alpha (the fixed point moved along the branch by the implicit
+    function theorem) two more passes and a secant step on this scramble's own values.
+    Bounds: the secant step times the relative difference of the two slopes (root finding);
+    the last ``eps_g``'s fixed-point bound over the slope, plus what the first one's moves in
+    the secant (fixed point)."""
+    B = BRANCHES[setup["alpha_l_branch"]]
+    free = B.free
+    J = setup["alpha_l"][1]
+    at = first["at_alpha_l"]
+    alpha0 = at["alpha"]
+    F = SaddlePointMap(params, alpha0, ch, symmetry=B.symmetry)
+    states, x, c = _chord_passes(F, at["x"], free, J, 3)
+    g0, fp0 = _eps_g_after(params, states, x, c)
+    slope0 = first["alpha_l_slopes"][-1]
+    step = -(g0 - eps_lin) / slope0
+    out = {"alpha_l_steps": [alpha0], "alpha_l_g": [g0 - eps_lin], "alpha_l_contraction": [c]}
+    if step == 0.0:   # already at this scramble's root
+        return {**out, "alpha_l": alpha0, "alpha_l_root_bound": 0.0,
+                "alpha_l_fixed_point": fp0 / abs(slope0),
+                "alpha_l_floating_point": _floating_point([g0], ch.nodes.size) / abs(slope0),
+                "alpha_l_slopes": [slope0],
+                "at_alpha_l": {"alpha": alpha0, "x": x.tolist(), "eps_g": g0}}
+    dx = np.zeros(4)
+    dx[list(free)] = -np.linalg.solve(J, F.alpha_derivative(states[-1], free))
+    alpha1 = alpha0 + step
+    F1 = SaddlePointMap(params, alpha1, ch, symmetry=B.symmetry)
+    states1, x1, c1 = _chord_passes(F1, x + dx * step, free, J, 2)
+    g1, fp1 = _eps_g_after(params, states1, x1, c1)
+    secant = (g1 - g0) / step
+    corr = -(g1 - eps_lin) / secant
+    out["alpha_l_steps"].append(alpha1)
+    out["alpha_l_g"].append(g1 - eps_lin)
+    out["alpha_l_contraction"].append(c1)
+    return {**out, "alpha_l": alpha1 + corr,
+            "alpha_l_root_bound": abs(corr) * abs(secant - slope0) / abs(secant),
+            "alpha_l_fixed_point": (fp1 + abs(corr) * (fp0 + fp1) / abs(step)) / abs(secant),
+            "alpha_l_floating_point": _floating_point([g1], ch.nodes.size) / abs(secant),
+            "alpha_l_slopes": [slope0, secant],
+            "at_alpha_l": {"alpha": alpha1, "x": x1.tolist(), "eps_g": g1}}
+
+
+def _shared_rule_task(args) -> LargeRuleRecord:
+    """One large scramble at the first one's fixed points (:func:`_alpha_c_shared`,
+    :func:`_alpha_l_shared`).  If a chord step there contracts by less than
+    :data:`SHARED_MAX_CONTRACTION`, the scramble is solved instead (:func:`_large_rule_task`;
+    its record says why).
+
+    With ``hp.warm_starts`` the pass after a chord step starts every node from its two lowest
+    minima of the pass before (:class:`ChunkedChannel`).  The step moves the order parameters
+    by the scatter of the scrambles' fixed points (about 1e-5, relative), and a minimum not
+    among the two kept can become the lowest after so small a move only where three minima
+    tie to that size (a minimum born at a fold starts above the one its saddle connects it
+    to); so these passes are not checked against cold ones (measured:
+    ``studies/shared_fixed_points.py``, which runs the shared route with cold passes too)."""
+    params, hp, seed, setup, eps_lin, first = args
+    t0 = time.perf_counter()
+    rule = SobolRule(hp.log2n, seed)
+    channels = {b: ChunkedChannel(params, rule.nodes(fold=branch_fold(params, b) if hp.fold
+                                                     else None), gtol=hp.gtol,
+                                  warm=hp.warm_starts)
+                for b in ("positional", "semantic")}
+    try:
+        out: LargeRuleRecord = {"seed": seed, "route": "shared",
+                                **_alpha_c_shared(params, channels, first, setup)}
+        if setup["alpha_l_branch"] in ("semantic", "positional"):
+            out.update(_alpha_l_shared(params, channels[setup["alpha_l_branch"]], first,
+                                       setup, eps_lin))
+        else:   # eps_g of the global minimum jumps below eps_lin at alpha_c
+            out.update({"alpha_l": out["alpha_c"]}, **{
+                "alpha_l_" + k: out["alpha_c_" + k]
+                for k in ("root_bound", "fixed_point", "floating_point")})
+    except _NoContraction as exc:
+        out = _large_rule_task((params, hp, seed, setup, eps_lin))
+        out["route"] = f"solved (the shared chord step contracted by {exc.args[0]:.2f})"
+        return out
     out["passes"] = {b: ch.passes for b, ch in channels.items()}
     out["wall_time"] = time.perf_counter() - t0
     return out
@@ -656,7 +843,7 @@ def _preintegrated_alpha_l(args):
     B = BRANCHES[branch]
     F = SaddlePointMap(params, alpha, ch, symmetry=B.symmetry)
     st, eg, change, k = chord_solve(F, np.array(x), B.free, np.array(J),
-                                    watch=lambda s: _eps_g(params, s.x)[0],
+                                    watch=lambda s: _eps_g(params, s.x, bound=False)[0],
                                     tol=10 * hp.phi_tol, max_iter=hp.max_chord)
     return {"x": st.x.tolist(), "eps_g": eg, "alpha_l": alpha - (eg - eps_lin) / slope,
             "change": change, "chord_steps": k, "switches": st.channel.diagnostics["switches"],
@@ -792,7 +979,6 @@ def _refine(params, fast, hp, executor, progress, note, checkpoint) -> PreciseTh
     setup = _fast_setup(params, fast, hp)
     eps_lin, _ = linear_baseline_error(params)
     seeds = [hp.seed + k for k in range(hp.rules)]
-    tasks = [(params, hp, s, setup, eps_lin) for s in seeds if s not in done]
 
     def record(k, n, rec):
         done[rec["seed"]] = rec
@@ -801,8 +987,17 @@ def _refine(params, fast, hp, executor, progress, note, checkpoint) -> PreciseTh
         if progress:
             progress(len(done), hp.rules, rec)
 
+    if hp.shared:   # the first scramble here (both cores), then the others at its fixed points
+        if seeds[0] not in done:
+            record(0, hp.rules, _large_rule_task((params, hp, seeds[0], setup, eps_lin)))
+        tasks = [(params, hp, s, setup, eps_lin, done[seeds[0]]) for s in seeds[1:]
+                 if s not in done]
+        task = _shared_rule_task
+    else:
+        tasks = [(params, hp, s, setup, eps_lin) for s in seeds if s not in done]
+        task = _large_rule_task
     if tasks:
-        map_tasks(_large_rule_task, tasks, executor, record, total=hp.rules)
+        map_tasks(task, tasks, executor, record, total=hp.rules)
     rules = [done[s] for s in seeds]
     budget = {}
     values = {}
