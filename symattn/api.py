@@ -23,6 +23,8 @@ threshold that does not exist raises :class:`~symattn.numerics.branches.BranchNo
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,37 +47,56 @@ def _settings(log2n, rules, tol, **more):
 
 
 def thresholds(*, omega: float = 0.3, sigma: float = 0.5, lam: float = 0.01, A=PAPER_A,
-               log2n: int = 14, rules: int = 8, tol: float = 1e-10, precision: str = "fast",
-               high_log2n: int | None = None, high_rules: int | None = None,
-               executor=None, progress=None, note=None, checkpoint=None):
+               log2n: int | None = None, rules: int | None = None, tol: float = 1e-10,
+               precision: str = "standard", high_log2n: int | None = None,
+               high_rules: int | None = None, executor=None, progress=None, note=None,
+               checkpoint=None):
     """``alpha_c`` and ``alpha_l`` with error bars (``symattn thresholds``).
 
-    ``precision="fast"``: ``rules`` scrambles of ``2**log2n`` points (the main job);
-    ``"high"``: then refined on ``high_rules`` large scrambles of ``2**high_log2n`` points
-    (:func:`symattn.refine.precise.refine_thresholds`; its cost is measured in
-    ``docs/numerics.md``, section 'High precision').  ``progress(k, n, rule)`` is called as
-    each scramble finishes; ``executor`` runs the scrambles (default: one process per core).
+    ``precision="standard"`` (the main job): located on one scramble of ``2**log2n`` points
+    (default 2^12; ``rules`` scrambles if given), then refined on ``high_rules`` (default 12)
+    folded scrambles of ``2**high_log2n`` (default 2^17) points
+    (:func:`symattn.refine.precise.refine_thresholds`, shared fixed points); ``"high"``: the
+    same with 8 scrambles of 2^22 and the second route for ``alpha_c`` (its cost is measured in
+    ``docs/numerics.md``, section 'High precision'); ``"fast"``: the mean over ``rules``
+    (default 8) scrambles of ``2**log2n`` (default 2^14) points, no refinement (a
+    :class:`~symattn.numerics.thresholds.Thresholds`; the refined precisions return a
+    :class:`~symattn.refine.precise.PreciseThresholds`).  Where ``alpha_c`` is undefined
+    (no positional branch), ``"standard"`` returns the fast route's ``alpha_l``.
+    ``progress(k, n, rule)`` is called as each scramble finishes; ``executor`` runs the
+    scrambles (default: one process per core).
     """
     from .numerics.thresholds import compute_thresholds
-    if precision not in ("fast", "high"):
-        raise ParameterError("precision", f"must be 'fast' or 'high', got {precision!r}")
+    if precision not in ("fast", "standard", "high"):
+        raise ParameterError("precision", "must be 'fast', 'standard' or 'high', got "
+                                          f"{precision!r}")
     if precision == "fast" and (high_log2n is not None or high_rules is not None):
-        raise ParameterError("precision", "high_log2n and high_rules need precision='high'")
+        raise ParameterError("precision", "high_log2n and high_rules need precision "
+                                          "'standard' or 'high'")
     params = model_params(omega=omega, sigma=sigma, lam=lam, A=A)
-    th = compute_thresholds(params, _settings(log2n, rules, tol), executor=executor,
-                            progress=progress)
-    if precision == "fast":
+    fast = precision == "fast"
+    first_only = not fast and rules is None
+    settings = _settings((14 if fast else 12) if log2n is None else log2n,
+                         (8 if fast else 2) if rules is None else rules, tol)
+    th = compute_thresholds(params, settings, executor=executor, progress=progress,
+                            first_only=first_only)
+    if fast:
         return th
     from .numerics.thresholds import ThresholdNotFound
-    from .refine.precise import HighPrecisionSettings, refine_thresholds
+    from .refine.precise import STANDARD, HighPrecisionSettings, refine_thresholds
     if th.alpha_c_note:
+        if precision == "standard":
+            return compute_thresholds(params, _settings(14, 8, tol), executor=executor,
+                                      progress=progress)
         raise ThresholdNotFound(f"precision='high' refines alpha_c and alpha_l together; "
                                 f"{th.alpha_c_note}")
-    defaults = HighPrecisionSettings()
-    hp = HighPrecisionSettings(log2n=high_log2n or defaults.log2n,
-                               rules=high_rules or defaults.rules)
-    return refine_thresholds(params, th, hp, executor=executor, progress=progress, note=note,
-                             checkpoint=checkpoint)
+    defaults = STANDARD if precision == "standard" else HighPrecisionSettings()
+    hp = replace(defaults, log2n=high_log2n or defaults.log2n,
+                 rules=high_rules or defaults.rules)
+    res = refine_thresholds(params, th, hp, executor=executor, progress=progress, note=note,
+                            checkpoint=checkpoint)
+    res.precision = precision
+    return res
 
 
 def fixed_point(*, branch: str, alpha: float, omega: float = 0.3, sigma: float = 0.5,

@@ -150,11 +150,12 @@ def test_thresholds_say_alpha_c_is_undefined_for_the_appendix_matrix(capsys):
 
 @pytest.mark.slow
 def test_thresholds_object_prints_and_estimates(capsys):
-    th = symattn.thresholds(**SMALL, executor=None)
+    th = symattn.thresholds(**SMALL, precision="fast", executor=None)
     assert "alpha_c = 1.2" in repr(th) and "2 scrambles of 2^9 points" in repr(th)
     est = th.estimate("alpha_c")
     assert est.value == th.alpha_c and est.error == th.alpha_c_err and est.status.converged
-    cli = _cli_json(capsys, ["thresholds", "--log2n", "9", "--rules", "2", "--json"])
+    cli = _cli_json(capsys, ["thresholds", "--precision", "fast", "--log2n", "9", "--rules", "2",
+                             "--json"])
     mine = json.loads(json.dumps(th.to_dict(), default=float))
     mine.pop("wall_time"), cli.pop("wall_time")
     assert mine == cli

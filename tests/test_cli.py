@@ -70,7 +70,8 @@ def test_fixed_point_json_keys(capsys):
 @pytest.mark.slow
 def test_thresholds_json_keys(capsys, tmp_path):
     out_file = tmp_path / "th.json"
-    code = main(["thresholds", "--rules", "2", "--log2n", "10", "--json", "--out", str(out_file)])
+    code = main(["thresholds", "--precision", "fast", "--rules", "2", "--log2n", "10", "--json",
+                 "--out", str(out_file)])
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert {"alpha_c", "alpha_c_err", "alpha_l", "alpha_l_err", "eps_lin"} <= set(data)

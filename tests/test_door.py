@@ -203,4 +203,4 @@ def test_thresholds_progress_is_kept_with_json(stubbed, capsys, monkeypatch):
     """--json puts JSON on stdout; the progress stays on stderr (it was switched off)."""
     with pytest.raises(Reached):
         main(["thresholds", "--json"])
-    assert "scrambled Sobol rules" in capsys.readouterr().err
+    assert "scrambled Sobol rule" in capsys.readouterr().err

@@ -93,13 +93,19 @@ def test_dask_local_cluster(tmp_path):
 
 @pytest.mark.slow
 def test_one_real_point():
-    """A real omega point on small rules: thresholds ordered, branch ends below alpha_c."""
-    s = PhaseDiagramSettings(log2n=10, rules=2, alpha_max=2.0)
+    """A real omega point on small rules: thresholds ordered, branch ends below alpha_c; the
+    thresholds refined on three folded scrambles of 2^12 lie within three of their error bars
+    of the plane route's values at omega = 0.3 (1.2515356 and 1.4922707, an independent
+    integrator: docs/numerics.md), and without the refinement they are the two rules' mean."""
+    s = PhaseDiagramSettings(log2n=10, rules=2, alpha_max=2.0, refine_log2n=12, refine_rules=3)
     d = {k: v for k, v in ModelParams().as_dict().items() if k != "omega"}
     r = phase_point(d, 0.3, asdict(s))
     assert r["status"] == "ok", r["status"]
-    assert 1.1 < r["alpha_c"] < 1.4 and r["alpha_c"] < r["alpha_l"] < 1.7
-    assert np.isfinite(r["alpha_c_err"]) and r["alpha_c_err"] > 0
+    assert r["thresholds_route"] == "refined on 3 folded scrambles of 2^12"
+    assert [p["route"] for p in r["refined"]["per_rule"]][0] == "solved"
+    for key, plane in (("alpha_c", 1.2515356), ("alpha_l", 1.4922707)):
+        assert 0 < r[key + "_err"] < 0.01
+        assert abs(r[key] - plane) <= 3 * r[key + "_err"], key
     assert r["alpha_spinodal_semantic"] < r["alpha_c"]
     assert r["alpha_spinodal_positional"] < r["alpha_c"]
     # the ends are the bifurcations off the trivial point, found on both rules; the error bar
@@ -133,3 +139,23 @@ def test_cli_bad_input_and_plot_from_saved(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "fig_d_phase_diagram.png" in out and (tmp_path / "fig_d_phase_diagram.pdf").exists()
     assert code == 0
+
+
+def test_thresholds_without_refinement_are_the_mean_over_the_rules(monkeypatch):
+    """``refine_rules = 0``: the thresholds are the mean over the rules (the refinement is
+    not called), and the route says so; a refinement of one scramble is refused."""
+    import symattn.experiments.phase_diagram as pd
+    from symattn.model.params import ParameterError
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("refined although refine_rules = 0")
+    monkeypatch.setattr(pd, "_refined_thresholds", refuse)
+
+    class Rule:
+        def __init__(self, a):
+            self.alpha_c, self.alpha_l, self.positional, self.semantic = a, a + 0.2, None, None
+    s = PhaseDiagramSettings(log2n=10, rules=2, refine_rules=0)
+    refined, route = pd._thresholds_route(ModelParams(), [Rule(1.2)], s, None)
+    assert refined is None and route == "mean over 2 scrambles of 2^10"
+    with pytest.raises(ParameterError):
+        PhaseDiagramSettings(refine_rules=1)

@@ -262,9 +262,11 @@ def test_second_route_for_alpha_l_solves_its_own_fixed_point(paper_params, two_s
 
 
 def test_cli_high_options_need_precision_high(capsys):
-    assert main(["thresholds", "--high-rules", "4"]) == 2
-    assert "need --precision high" in capsys.readouterr().err
+    assert main(["thresholds", "--precision", "fast", "--high-rules", "4"]) == 2
+    assert "need --precision standard or high" in capsys.readouterr().err
     assert main(["thresholds", "--second-route-alpha-l"]) == 2
+    assert "need --precision high" in capsys.readouterr().err
+    assert main(["thresholds", "--precision", "standard", "--second-route-orders", "8,10,12"]) == 2
     assert "need --precision high" in capsys.readouterr().err
     assert main(["thresholds", "--precision", "high", "--second-route-alpha-l",
                  "--second-route-orders", "none"]) == 2

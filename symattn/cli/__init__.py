@@ -4,7 +4,7 @@ Usage::
 
     symattn                               the main job: thresholds at the paper's defaults
     symattn thresholds [model options] [--json] [--out FILE]
-                       [--precision {fast,high}] [--high-log2n K] [--high-rules R]
+                       [--precision {fast,standard,high}] [--high-log2n K] [--high-rules R]
                        [--second-route-orders N1,N2,N3|none] [--second-route-alpha-l]
     symattn fixed-point --branch {positional,semantic,trivial} --alpha A [model options] [--json]
     symattn simulate --d D --alpha A --start {semantic,positional,random} [--seeds K]

@@ -161,22 +161,26 @@ def add_model_group(p, omega=True):
                    help="row-stochastic positional attention matrix")
 
 
-def add_numerics_group(p, log2n=14, rules=8):
+def add_numerics_group(p, log2n=14, rules=8, log2n_default=None, rules_default=None):
+    """``--log2n``, ``--rules``, ``--tol``; ``*_default``: the help's words for a default that
+    depends on other options (the option's own default is then ``None``)."""
     n = p.add_argument_group("numerics")
     n.add_argument("--log2n", type=int_arg("log2n", *LOG2N_RANGE), default=log2n,
                    help=f"Sobol points per rule: 2**log2n, log2n in [{LOG2N_RANGE[0]}, "
-                        f"{LOG2N_RANGE[1]}] (default {log2n})")
+                        f"{LOG2N_RANGE[1]}] (default {log2n_default or log2n})")
     n.add_argument("--rules", type=int_arg("rules", *RULES_RANGE), default=rules,
                    help=f"independent scrambles, their spread is the error bar; in "
-                        f"[{RULES_RANGE[0]}, {RULES_RANGE[1]}] (default {rules})")
+                        f"[{RULES_RANGE[0]}, {RULES_RANGE[1]}] (default "
+                        f"{rules_default or rules})")
     n.add_argument("--tol", type=float_arg("tol", *TOL_RANGE), default=1e-10,
                    help=f"fixed-point residual tolerance in [{TOL_RANGE[0]:g}, {TOL_RANGE[1]:g}] "
                         "(default 1e-10)")
 
 
-def add_model_options(p):
+def add_model_options(p, **numerics):
+    """The model's and the numerics' options (``numerics``: see :func:`add_numerics_group`)."""
     add_model_group(p)
-    add_numerics_group(p)
+    add_numerics_group(p, **numerics)
     p.add_argument("--json", action="store_true",
                    help="print JSON on standard output (progress stays on standard error)")
 

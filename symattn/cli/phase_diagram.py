@@ -34,8 +34,14 @@ def add_parser(sub):
                    help=f"Sobol points per rule: 2**log2n, log2n in [{LOG2N_RANGE[0]}, "
                         f"{LOG2N_RANGE[1]}] (default 12)")
     g.add_argument("--rules", type=int_arg("rules", *RULES_RANGE), default=4,
-                   help=f"independent scrambles per omega, in [{RULES_RANGE[0]}, "
-                        f"{RULES_RANGE[1]}] (default 4)")
+                   help=f"independent scrambles per omega (the branch ends' error bars), in "
+                        f"[{RULES_RANGE[0]}, {RULES_RANGE[1]}] (default 4)")
+    g.add_argument("--refine-log2n", type=int_arg("refine-log2n", 10, 22), default=15,
+                   help="the thresholds are refined on folded scrambles of 2**K points, K in "
+                        "[10, 22] (default 15)")
+    g.add_argument("--refine-rules", type=int_arg("refine-rules", 0, 256), default=6,
+                   help="how many (their spread is the thresholds' error bar; 0: no "
+                        "refinement, the mean over --rules; default 6)")
     g.add_argument("--alpha-max", type=float_arg("alpha-max", 1.0, 64.0, lo_open=True),
                    default=4.0, help="follow the branches up to this alpha, in (1, 64] "
                                      "(default 4)")
@@ -71,15 +77,18 @@ def run(args) -> int:
     from ..runs.executors import dask_executor, process_pool, stop_pool
     from ..runs.lock import output_lock
     settings = PhaseDiagramSettings(log2n=args.log2n, rules=args.rules,
-                                    alpha_max=args.alpha_max)
+                                    refine_log2n=args.refine_log2n,
+                                    refine_rules=args.refine_rules, alpha_max=args.alpha_max)
     with output_lock(args.out):          # a busy folder is refused before anything is printed
         if args.scheduler:
             executor = dask_executor(args.scheduler)
         else:
             executor = process_pool(args.workers) if args.workers else None
         print(f"symattn: phase diagram over {len(omegas)} values of omega into {args.out} "
-              f"({settings.rules} rules of 2^{settings.log2n} points each)", file=sys.stderr,
-              flush=True)
+              f"({settings.rules} rules of 2^{settings.log2n} points each"
+              + (f"; thresholds refined on {settings.refine_rules} folded scrambles of "
+                 f"2^{settings.refine_log2n}" if settings.refine_rules else "") + ")",
+              file=sys.stderr, flush=True)
         try:
             pts = run_phase_diagram(params, omegas, args.out, settings, executor=executor,
                                     progress=_progress, note=_note)

@@ -4,9 +4,13 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
 
 from .common import (DEFAULT_OUT, EXIT_NOT_FOUND, UsageError, add_model_options, fmt,
                      int_arg, params_from, second_orders_arg, settings_from)
@@ -16,27 +20,38 @@ from ..runs.files import write_json
 from ..runs.paths import check_output_file
 
 
+#: Sobol points of the one scramble on which the refined routes locate the thresholds: 2^12
+LOCATE_LOG2N = 12
+
+
 def add_parser(sub):
     t = sub.add_parser("thresholds", help="alpha_c and alpha_l with error bars")
-    add_model_options(t)
+    add_model_options(t, log2n=None, rules=None,
+                      log2n_default="14 with --precision fast, else 12",
+                      rules_default="8 with --precision fast, else one scramble locates "
+                                    "the thresholds")
     t.add_argument("--out", type=Path, default=None, help="also write the full JSON here")
-    h = t.add_argument_group("precision (docs: numerics, 'High precision')")
-    h.add_argument("--precision", choices=("fast", "high"), default="fast",
-                   help="fast (default): the scrambles above; high: then refine on large "
-                        "scrambles and add a second route for alpha_c (about 9 minutes on 2 "
-                        "cores at the defaults; resumable with --out: finished scrambles are "
-                        "kept in OUT.partial)")
+    h = t.add_argument_group("precision (docs: numerics, 'The main job' and 'High precision')")
+    h.add_argument("--precision", choices=("fast", "standard", "high"), default="standard",
+                   help="standard (default, the main job): locate the thresholds on one "
+                        "scramble of 2^12 points, then refine them on 12 folded scrambles of "
+                        "2^17 (about 25 s on 2 cores); fast: the mean over --rules scrambles "
+                        "of 2^log2n points, no refinement; high: refine on 8 folded scrambles "
+                        "of 2^22 and add a second route for alpha_c (about 10 minutes).  The "
+                        "refined routes are resumable with --out: finished scrambles are kept "
+                        "in OUT.partial")
     h.add_argument("--high-log2n", dest="high_log2n", type=int_arg("high-log2n", 10, 26),
-                   default=None, help="points per large scramble: 2**K (default 22)")
+                   default=None, help="points per large scramble: 2**K (default 17; 22 with "
+                                      "--precision high)")
     h.add_argument("--high-rules", dest="high_rules", type=int_arg("high-rules", 2, 256),
-                   default=None, help="large scrambles (default 8)")
+                   default=None, help="large scrambles (default 12; 8 with --precision high)")
     h.add_argument("--second-route-orders", dest="second_orders", default=None,
                    type=second_orders_arg, metavar="N1,N2,N3|none",
                    help="Gauss-Hermite outer orders of the second route for alpha_c (default "
-                        "16,20,24; 'none' skips it)")
+                        "16,20,24; 'none' skips it; --precision high)")
     h.add_argument("--second-route-alpha-l", dest="second_alpha_l", action="store_true",
                    help="also confirm alpha_l by the second route (fixed points with "
-                        "line-preintegrated atoms; about 2 more minutes)")
+                        "line-preintegrated atoms; about 2 more minutes; --precision high)")
 
 
 def _progress(k, n, rule):
@@ -44,16 +59,36 @@ def _progress(k, n, rule):
           f"({rule.wall_time:.1f} s)", file=sys.stderr, flush=True)
 
 
-def run(args, main_job=False) -> int:
-    params = params_from(args)
-    settings = settings_from(args)
-    if args.precision != "high" and (args.high_log2n is not None or args.high_rules is not None
-                                     or args.second_orders is not None or args.second_alpha_l):
-        raise ParameterError("precision", "--high-log2n, --high-rules, --second-route-orders "
-                                          "and --second-route-alpha-l need --precision high")
+def _check_options(args):
+    """Refuse options that the chosen precision does not use."""
+    if args.precision == "fast" and (args.high_log2n is not None
+                                     or args.high_rules is not None):
+        raise ParameterError("precision", "--high-log2n and --high-rules need --precision "
+                                          "standard or high")
+    if args.precision != "high" and (args.second_orders is not None or args.second_alpha_l):
+        raise ParameterError("precision", "--second-route-orders and --second-route-alpha-l "
+                                          "need --precision high")
     if args.second_alpha_l and args.second_orders == ():
         raise ParameterError("second-route-alpha-l", "needs the second route (not "
                                                      "--second-route-orders none)")
+
+
+def _settings(args, fast: bool):
+    """The fast route's settings: ``--rules`` scrambles (default 8) of ``2^log2n`` (default
+    14) with --precision fast; for the refined routes one scramble of 2^12 locates the
+    thresholds unless ``--rules`` asks for more.  Returns ``(settings, first_only)``."""
+    from ..numerics.settings import NumericalSettings
+    log2n = (14 if fast else LOCATE_LOG2N) if args.log2n is None else args.log2n
+    rules = (8 if fast else 2) if args.rules is None else args.rules
+    return (NumericalSettings(log2n=log2n, rules=rules, tol=args.tol),
+            not fast and args.rules is None)
+
+
+def run(args, main_job=False) -> int:
+    params = params_from(args)
+    _check_options(args)
+    fast = args.precision == "fast"
+    settings, first_only = _settings(args, fast)
     out = args.out if args.out is not None else (DEFAULT_OUT / "thresholds.json" if main_job
                                                  else None)
     if out is not None:
@@ -62,23 +97,30 @@ def run(args, main_job=False) -> int:
     t0 = time.perf_counter()
     print(f"symattn: thresholds for sigma={params.sigma:g}, lambda={params.lam:g}, "
           f"omega={params.omega:g}, A={[list(r) for r in params.A]}", file=sys.stderr)
-    print(f"  {settings.rules} scrambled Sobol rules of 2^{settings.log2n} points, "
+    what = ("one scrambled Sobol rule" if first_only
+            else f"{settings.rules} scrambled Sobol rules")
+    print(f"  {'located on ' if not fast else ''}{what} of 2^{settings.log2n} points, "
           f"fixed-point tolerance {settings.tol:g}", file=sys.stderr, flush=True)
     from ..numerics.branches import BranchNotFound
     from ..numerics.thresholds import ThresholdNotFound
     try:
-        th = compute_thresholds(params, settings, progress=_progress)
+        th = compute_thresholds(params, settings, progress=_progress, first_only=first_only)
+        if th.alpha_c_note and args.precision == "standard":
+            print(f"symattn: {th.alpha_c_note}; the refinement needs both thresholds, so "
+                  f"alpha_l comes from the fast route (8 scrambles of 2^14)", file=sys.stderr)
+            fast, settings = True, settings.__class__(log2n=14, rules=8, tol=args.tol)
+            th = compute_thresholds(params, settings, progress=_progress)
     except (ThresholdNotFound, BranchNotFound) as exc:
         if args.json:
             print(json.dumps({"error": str(exc), "params": params.as_dict()}))
         print(f"symattn: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND
-    if args.precision == "high":
+    if not fast:
         if th.alpha_c_note:
             print(f"symattn: --precision high refines alpha_c and alpha_l together; "
                   f"{th.alpha_c_note}", file=sys.stderr)
             return EXIT_NOT_FOUND
-        return _high_precision(args, params, th, t0)
+        return _refined(args, params, th, t0, out)
     wall = time.perf_counter() - t0
     data = th.to_dict()
     if out is not None:
@@ -129,26 +171,34 @@ def _high_progress():
     return report
 
 
-def _high_precision(args, params, fast, t0) -> int:
+def _located(th) -> str:
+    """The fast route's thresholds as the refined routes' progress line gives them."""
+    if math.isinf(th.alpha_c_err):
+        return f"alpha_c = {th.alpha_c:.4f}, alpha_l = {th.alpha_l:.4f} (one scramble)"
+    return (f"alpha_c = {fmt(th.alpha_c, th.alpha_c_err)}, alpha_l = "
+            f"{fmt(th.alpha_l, th.alpha_l_err)}")
+
+
+def _refined(args, params, fast, t0, out) -> int:
     """Refine the fast thresholds (:mod:`symattn.refine.precise`) and report them."""
     from ..numerics.branches import BranchNotFound
     from ..refine.precise import (
+        STANDARD,
         CheckpointMismatch,
         HighPrecisionSettings,
         refine_thresholds,
     )
     from ..numerics.thresholds import ThresholdNotFound
-    defaults = HighPrecisionSettings()
-    hp = HighPrecisionSettings(
-        log2n=args.high_log2n or defaults.log2n, rules=args.high_rules or defaults.rules,
-        confirm_orders=(defaults.confirm_orders if args.second_orders is None
-                        else tuple(args.second_orders)),
-        confirm_alpha_l=args.second_alpha_l)
-    print(f"  fast route: alpha_c = {fmt(fast.alpha_c, fast.alpha_c_err)}, alpha_l = "
-          f"{fmt(fast.alpha_l, fast.alpha_l_err)}; refining on {hp.rules} scrambled "
+    defaults = STANDARD if args.precision == "standard" else HighPrecisionSettings()
+    hp = replace(defaults, log2n=args.high_log2n or defaults.log2n,
+                 rules=args.high_rules or defaults.rules,
+                 confirm_orders=(defaults.confirm_orders if args.second_orders is None
+                                 else tuple(args.second_orders)),
+                 confirm_alpha_l=args.second_alpha_l)
+    print(f"  located: {_located(fast)}; refining on {hp.rules} scrambled "
           f"Sobol rules of 2^{hp.log2n} points", file=sys.stderr, flush=True)
     # with --out, each large scramble is kept as it finishes; a rerun computes only the rest
-    checkpoint = None if args.out is None else args.out.with_name(args.out.name + ".partial")
+    checkpoint = None if out is None else out.with_name(out.name + ".partial")
     if checkpoint is not None:
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -163,10 +213,11 @@ def _high_precision(args, params, fast, t0) -> int:
             print(json.dumps({"error": str(exc), "params": params.as_dict()}))
         print(f"symattn: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND
+    res.precision = args.precision
     data = res.as_dict()
     data["wall_time"] = time.perf_counter() - t0
-    if args.out is not None:
-        write_json(args.out, data)
+    if out is not None:
+        write_json(out, data)
         checkpoint.unlink(missing_ok=True)
     if args.json:
         print(json.dumps(data, indent=2, default=float))
@@ -197,7 +248,29 @@ def _high_precision(args, params, fast, t0) -> int:
                   f"over outer orders {', '.join(map(str, orders))}): alpha_l = "
                   f"{fmt(second_l['alpha_l'], second_l['alpha_l_err'])}; the two routes "
                   f"{verdict} within their error bars")
-    if args.out is not None:
-        print(f"\nresults written to {args.out}")
+    if res.precision == "standard":
+        _print_fixed_points(res)
+    print(f"\nresults written to {out}" if out is not None else
+          "\n(--out FILE saves the full JSON: every scramble's thresholds and fixed points)")
     print(f"took {data['wall_time']:.1f} s")
     return 0
+
+
+def _print_fixed_points(res) -> None:
+    """The order parameters and ``eps_t``, ``E[M]`` of both branches where each large scramble
+    located ``alpha_c`` (mean +- standard error over the scrambles)."""
+    from ..stats import mean_se
+    rules = res.per_rule
+    off = max(abs(r["alpha_c_steps"][-1] - res.alpha_c) for r in rules)
+    print(f"\nfixed points where alpha_c was located (each large scramble's last alpha, within "
+          f"{off:.0e} of alpha_c; mean +- standard error over {len(rules)} scrambles):")
+    print(f"  {'':10s} {'positional':>24s} {'semantic':>24s}")
+    rows = {k: i for i, k in enumerate(("q", "m", "theta", "V"))}
+    for k in (*rows, "eps_t", "E_M"):
+        cells = []
+        for b in ("positional", "semantic"):
+            at = [r["at_alpha_c"][b] for r in rules]
+            vals = [a["x"][rows[k]] if k in rows else a[k] for a in at]
+            mean, se = mean_se(np.asarray(vals, float))
+            cells.append(f"{mean:>13.7g} +- {se:7.1e}")
+        print(f"  {k:10s} " + " ".join(cells))

@@ -2,8 +2,14 @@ r"""The phase diagram in the ``(alpha, omega)`` plane: thresholds, branch ends, 
 
 For every ``omega`` of a grid, one *task* (warm starts along ``alpha`` stay inside it):
 
-* ``alpha_c`` and ``alpha_l`` on ``rules`` scrambled Sobol rules (mean, one standard error
-  plus the root-finding bound, as in :mod:`symattn.numerics.thresholds`);
+* ``alpha_c`` and ``alpha_l``: located on the first scrambled Sobol rule and refined on
+  ``refine_rules`` folded scrambles of ``2^refine_log2n`` points, as the main job does
+  (:func:`symattn.refine.precise.refine_thresholds`, shared fixed points; error bar: one
+  standard error plus the route's bounds).  Where the refinement cannot run (``alpha_c``
+  undefined, or a large scramble that does not converge: the reason is kept in
+  ``thresholds_route``), and with ``refine_rules = 0``, the mean over the ``rules`` scrambled
+  Sobol rules (one standard error plus the root-finding bound, as in
+  :mod:`symattn.numerics.thresholds`);
 * where the **semantic** and **positional** branches end below ``alpha_c``
   (``alpha_spinodal_semantic``, ``alpha_spinodal_positional``): where the trivial fixed point's
   ``theta`` (resp. ``m``) eigenvalue crosses one and the branch leaves it
@@ -53,7 +59,7 @@ import sys
 import time
 from concurrent.futures import Executor, as_completed
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -70,7 +76,7 @@ from ..stats import mean_se
 __all__ = ["PhaseDiagramSettings", "phase_point", "run_phase_diagram", "load_points",
            "CSV_COLUMNS", "omega_grid"]
 
-CSV_COLUMNS = ("omega", "alpha_c", "alpha_c_err", "alpha_l", "alpha_l_err",
+CSV_COLUMNS = ("omega", "alpha_c", "alpha_c_err", "alpha_l", "alpha_l_err", "thresholds_route",
                "alpha_spinodal_semantic", "alpha_spinodal_semantic_err", "semantic_end",
                "alpha_spinodal_positional", "alpha_spinodal_positional_err", "positional_end",
                "semantic_continuation_end", "positional_continuation_end",
@@ -82,7 +88,12 @@ class PhaseDiagramSettings:
     """Numerical settings of one phase diagram (stored with the results)."""
 
     log2n: int = 12        #: Sobol points per rule
-    rules: int = 4        #: independent scrambles (error bars)
+    rules: int = 4        #: independent scrambles (the branch ends' error bars)
+    #: the thresholds' refinement: folded scrambles of 2^refine_log2n points (0: no
+    #: refinement, the thresholds are the mean over ``rules``; measured: docs/numerics.md,
+    #: section 'Branches, their ends, and the phase diagram')
+    refine_log2n: int = 15
+    refine_rules: int = 6
     tol: float = 1e-10      #: fixed-point tolerance
     alpha_max: float = 4.0  #: branches are followed up to here
     alpha_min: float = 0.02  #: and down to here
@@ -90,8 +101,37 @@ class PhaseDiagramSettings:
 
     def __post_init__(self):
         NumericalSettings(log2n=self.log2n, rules=self.rules, tol=self.tol, seed=self.seed)
+        if self.refine_rules:   # validated as the refinement's own settings
+            _refine_settings(self)
+        elif self.refine_rules != 0:
+            raise ParameterError("refine_rules", f"must be 0 or in [2, 256], got "
+                                                 f"{self.refine_rules}")
         check_number("alpha_max", self.alpha_max, 1.0, 64.0, lo_open=True)
         check_number("alpha_min", self.alpha_min, 0.0, 1.0, lo_open=True, hi_open=True)
+
+
+def _refine_settings(s: PhaseDiagramSettings):
+    from ..refine.precise import STANDARD
+    try:
+        return replace(STANDARD, log2n=s.refine_log2n, rules=s.refine_rules, seed=1000 + s.seed)
+    except ValueError as exc:
+        raise ParameterError("refine", str(exc)) from None
+
+
+def _refined_thresholds(params, first, settings: PhaseDiagramSettings, ts):
+    """The thresholds refined from the first rule's (``first``, a RuleThresholds) on the
+    settings' folded scrambles, in this process: a
+    :class:`~symattn.refine.precise.PreciseThresholds`."""
+    from ..numerics.observables import linear_baseline_error
+    from ..numerics.thresholds import Thresholds
+    from ..refine.precise import refine_thresholds
+    from ..runs.executors import InProcess
+    eps_lin, eps_lin_err = linear_baseline_error(params)
+    fast = Thresholds(alpha_c=first.alpha_c, alpha_c_err=math.inf, alpha_l=first.alpha_l,
+                      alpha_l_err=math.inf, eps_lin=eps_lin, eps_lin_err=eps_lin_err,
+                      params=params.as_dict(), settings={**asdict(ts), "rules": 1},
+                      per_rule=[first], wall_time=0.0)
+    return refine_thresholds(params, fast, _refine_settings(settings), executor=InProcess)
 
 
 def _mean_err(values, extra=0.0):
@@ -163,13 +203,16 @@ def phase_point(params_dict: dict, omega: float, settings_dict: dict) -> dict:
     rules, sem_ends, pos_ends, b_sem, b_pos = [], [], [], [], []
     curves = {}
     swap_symmetric = params.swap_symmetric   # the m eigenvalue decouples
+    refined = None
     try:
         alpha0, warm = None, (None, None)
         for k in range(s.rules):
             nodes = SobolRule(s.log2n, s.seed + k).nodes()
-            r = thresholds_on_nodes(params, nodes, ts, seed=s.seed + k, alpha0=alpha0, warm=warm)
-            alpha0, warm = r.alpha_c, (r.positional.x, r.semantic.x)
-            rules.append(r)
+            if k == 0 or not s.refine_rules:
+                r = thresholds_on_nodes(params, nodes, ts, seed=s.seed + k, alpha0=alpha0,
+                                        warm=warm)
+                alpha0, warm = r.alpha_c, (r.positional.x, r.semantic.x)
+                rules.append(r)
             ch = OutputChannel(params, nodes, gtol=ts.prox_tol)
             b_sem.append(_bifurcation_end(params, ch, "theta",
                                           [a for a in THETA_GRID if a >= s.alpha_min], s.tol))
@@ -204,12 +247,20 @@ def phase_point(params_dict: dict, omega: float, settings_dict: dict) -> dict:
                 out["trivial_below"], out["trivial_above"] = triv[0].end, triv[1].end
                 at_c = triv[0].points[0]
                 out["trivial_eps_t_at_alpha_c"] = at_c.eps_t
+        refined, out["thresholds_route"] = _thresholds_route(params, rules, s, ts)
     except Exception as exc:  # one omega failing must not lose the others
         out["status"] = f"failed: {type(exc).__name__}: {exc}"
-    out["alpha_c"], out["alpha_c_err"] = _mean_err(
-        [r.alpha_c for r in rules], max((r.alpha_c_step for r in rules), default=0.0))
-    out["alpha_l"], out["alpha_l_err"] = _mean_err(
-        [r.alpha_l for r in rules], max((r.alpha_l_step for r in rules), default=0.0))
+    if refined is not None:
+        out["alpha_c"], out["alpha_c_err"] = refined.alpha_c, refined.alpha_c_err
+        out["alpha_l"], out["alpha_l_err"] = refined.alpha_l, refined.alpha_l_err
+        out["refined"] = {"error_budget": refined.budget, "settings": refined.settings,
+                          "per_rule": [{k: r[k] for k in ("seed", "route", "alpha_c", "alpha_l")}
+                                       for r in refined.per_rule]}
+    else:
+        out["alpha_c"], out["alpha_c_err"] = _mean_err(
+            [r.alpha_c for r in rules], max((r.alpha_c_step for r in rules), default=0.0))
+        out["alpha_l"], out["alpha_l_err"] = _mean_err(
+            [r.alpha_l for r in rules], max((r.alpha_l_step for r in rules), default=0.0))
     # the branch ends: the bifurcations off the trivial point on every rule (the continuation's
     # end for the positional branch of a non-swap-symmetric A); continuation ends as diagnostics
     ends_by = {"semantic": b_sem, "positional": b_pos if swap_symmetric else pos_ends}
@@ -229,6 +280,33 @@ def phase_point(params_dict: dict, omega: float, settings_dict: dict) -> dict:
     out["curves"] = curves
     out["wall_time"] = time.perf_counter() - t0
     return out
+
+
+def _thresholds_route(params, rules, s: PhaseDiagramSettings, ts):
+    """``(refined or None, route)``: the refinement from the first rule, or, where it cannot
+    run, the thresholds of the remaining ``rules`` scrambles added to ``rules`` (the mean over
+    all of them is then the result) and the reason in ``route``."""
+    from ..numerics.branches import BranchNotFound
+    from ..numerics.quadrature import SobolRule
+    from ..numerics.thresholds import ThresholdNotFound, thresholds_on_nodes
+    fast = f"mean over {s.rules} scrambles of 2^{s.log2n}"
+    if not s.refine_rules:
+        return None, fast
+    if math.isfinite(rules[0].alpha_c):
+        try:
+            return (_refined_thresholds(params, rules[0], s, ts),
+                    f"refined on {s.refine_rules} folded scrambles of 2^{s.refine_log2n}")
+        except (ThresholdNotFound, BranchNotFound) as exc:
+            why = f"{fast} (refinement failed: {exc})"
+    else:
+        why = f"{fast} (alpha_c undefined: nothing to refine)"
+    r = rules[0]
+    for k in range(1, s.rules):
+        nodes = SobolRule(s.log2n, s.seed + k).nodes()
+        rules.append(thresholds_on_nodes(params, nodes, ts, seed=s.seed + k, alpha0=r.alpha_c,
+                                         warm=(None if r.positional is None
+                                               else r.positional.x, r.semantic.x)))
+    return None, why
 
 
 # ------------------------------------------------------------------------------------------

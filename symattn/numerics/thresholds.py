@@ -375,29 +375,31 @@ def _rule_task(args):
 
 
 def compute_thresholds(params: ModelParams, settings: NumericalSettings = NumericalSettings(),
-                       executor: Executor | None = None, progress=None) -> Thresholds:
+                       executor: Executor | None = None, progress=None, *,
+                       first_only: bool = False) -> Thresholds:
     """``alpha_c``, ``alpha_l`` (mean over ``settings.rules`` scrambles) with error bars.
 
     The first scramble is solved from ``settings.alpha_start`` and cold starts; the others are
     warm-started from its result and run on ``executor`` (default: a process pool with one
     worker per core).  ``progress(k, n, rule)`` is called as each scramble finishes.
+    ``first_only``: the first scramble alone (where the refined routes start,
+    :mod:`symattn.refine.precise`); one scramble has no spread, so the error bars are infinite.
     """
     with np.errstate(all="ignore"):
-        return _compute_thresholds(params, settings, executor, progress)
+        return _compute_thresholds(params, settings, executor, progress, first_only)
 
 
-def _compute_thresholds(params, settings, executor, progress):
+def _compute_thresholds(params, settings, executor, progress, first_only=False):
     t0 = time.perf_counter()
     first = thresholds_for_rule(params, settings, settings.seed)
     rules = [first]
+    n = 1 if first_only else settings.rules
     if progress:
-        progress(1, settings.rules, first)
+        progress(1, n, first)
     warm = (None if first.positional is None else first.positional.x, first.semantic.x)
-    rest = [(params, settings, settings.seed + k, first.alpha_c, warm)
-            for k in range(1, settings.rules)]
+    rest = [(params, settings, settings.seed + k, first.alpha_c, warm) for k in range(1, n)]
     if rest:
-        rules += map_tasks(_rule_task, rest, executor, progress, total=settings.rules,
-                           done=1)
+        rules += map_tasks(_rule_task, rest, executor, progress, total=n, done=1)
     eps_lin, eps_lin_err = linear_baseline_error(params)
     ac, ac_se = mean_se([r.alpha_c for r in rules])
     al, al_se = mean_se([r.alpha_l for r in rules])
@@ -412,5 +414,6 @@ def _compute_thresholds(params, settings, executor, progress):
         alpha_l=al, alpha_l_err=(al_se if len(rules) > 1 else math.inf)
         + max(r.alpha_l_step for r in rules),
         eps_lin=eps_lin, eps_lin_err=eps_lin_err, params=params.as_dict(),
-        settings=asdict(settings), per_rule=rules, wall_time=time.perf_counter() - t0,
+        settings={**asdict(settings), "rules": n}, per_rule=rules,
+        wall_time=time.perf_counter() - t0,
         alpha_c_note=note and f"alpha_c is undefined: {note}")

@@ -78,6 +78,7 @@ from pathlib import Path
 import numpy as np
 
 from ..model.params import ModelParams
+from ..results import Estimate, Status, format_estimate
 from ..stats import mean_se, t_halfwidth
 from ..numerics.branches import BRANCHES, solve_branch
 from ..numerics.channel import ChannelMeans, OutputChannel
@@ -90,6 +91,7 @@ from ..runs.files import read_json, write_json
 from ..runs.lock import output_lock
 
 __all__ = [
+    "STANDARD",
     "CheckpointMismatch",
     "ChunkedChannel",
     "HighPrecisionSettings",
@@ -266,6 +268,8 @@ class PreciseThresholds:
     settings: dict = field(default_factory=dict)
     wall_time: float = 0.0
     second_route: dict | None = None
+    #: the route's name in results: "standard" (the main job) or "high"
+    precision: str = "high"
 
     @property
     def integration_95(self) -> dict:
@@ -275,9 +279,37 @@ class PreciseThresholds:
         n = len(self.per_rule)
         return {k: t_halfwidth(self.budget[k]["integration"], n) for k in ("alpha_c", "alpha_l")}
 
+    @property
+    def eps_lin(self) -> float:
+        return self.fast.eps_lin
+
+    @property
+    def eps_lin_err(self) -> float:
+        return self.fast.eps_lin_err
+
+    def estimate(self, name: str) -> Estimate:
+        """``alpha_c``, ``alpha_l`` or ``eps_lin`` as an :class:`~symattn.results.Estimate`
+        (every large scramble converged: a solve that does not raises instead)."""
+        if name not in ("alpha_c", "alpha_l", "eps_lin"):
+            raise KeyError(f"{name!r}; one of alpha_c, alpha_l, eps_lin")
+        return Estimate(getattr(self, name), getattr(self, name + "_err"),
+                        Status(True, message=f"mean over {len(self.per_rule)} folded scrambles "
+                                             f"of 2^{self.settings['log2n']} points"))
+
+    def __repr__(self) -> str:
+        return (f"PreciseThresholds(alpha_c = {format_estimate(self.alpha_c, self.alpha_c_err)}"
+                f", alpha_l = {format_estimate(self.alpha_l, self.alpha_l_err)}, eps_lin = "
+                f"{self.eps_lin:.10f}; {self.precision}: {len(self.per_rule)} scrambles of "
+                f"2^{self.settings['log2n']} points, {self.wall_time:.1f} s)")
+
+    def to_dict(self) -> dict:
+        """The JSON of ``symattn thresholds --json`` (``--precision standard`` or ``high``)."""
+        return self.as_dict()
+
     def as_dict(self) -> dict:
         fast = self.fast.as_dict()
-        return {"precision": "high", "alpha_c": self.alpha_c, "alpha_c_err": self.alpha_c_err,
+        return {"precision": self.precision, "alpha_c": self.alpha_c,
+                "alpha_c_err": self.alpha_c_err,
                 "alpha_l": self.alpha_l, "alpha_l_err": self.alpha_l_err,
                 "alpha_l_branch": self.alpha_l_branch,
                 "eps_lin": fast["eps_lin"], "eps_lin_err": fast["eps_lin_err"],
@@ -288,6 +320,11 @@ class PreciseThresholds:
                 "fast": {k: fast[k] for k in ("alpha_c", "alpha_c_err", "alpha_l",
                                               "alpha_l_err", "error_budget", "wall_time")},
                 "wall_time": self.wall_time}
+
+
+#: The main job's refinement (``--precision standard``): 12 folded scrambles of 2^17 points,
+#: shared fixed points, no second route (measured: docs/numerics.md, section 'The main job').
+STANDARD = HighPrecisionSettings(log2n=17, rules=12, confirm_orders=())
 
 
 def _fast_setup(params, fast: Thresholds, hp: HighPrecisionSettings):
@@ -593,52 +630,79 @@ def _large_rule_task(args) -> LargeRuleRecord:
     return out
 
 
-#: Largest contraction of the chord step allowed on the shared route; a scramble whose step
-#: contracts less is solved instead (:func:`_shared_rule_task`).
-SHARED_MAX_CONTRACTION = 0.5
+#: Chord steps on the shared route: more passes are taken while the last step contracted by
+#: more than ``SHARED_CONTRACTION`` (up to ``hp.max_chord``); a scramble whose last step still
+#: contracts by more than ``SHARED_MAX_CONTRACTION`` is solved instead (:func:`_shared_rule_task`).
+SHARED_CONTRACTION = 0.5
+SHARED_MAX_CONTRACTION = 0.8
 
 
 class _NoContraction(Exception):
-    """The chord step at the shared fixed point did not contract enough."""
+    """The chord steps at the shared fixed point did not contract enough."""
 
 
-def _chord_passes(F, x0, free, J, passes: int):
-    """Cold passes at ``x0`` and after each of ``passes - 1`` chord steps: ``(states, x, c)``
-    with ``x`` the next chord iterate (not evaluated) and ``c`` the last step's contraction,
-    ``|x - x_last| / |x_last - x_before|`` (components relative to ``max(|x|, 0.01)``);
-    :class:`_NoContraction` if ``c > SHARED_MAX_CONTRACTION``."""
+def _chord_passes(F, x0, free, J, passes: int, max_passes: int):
+    """Cold passes at ``x0`` and after each of at least ``passes - 1`` chord steps, more
+    while the last step's contraction ``c`` exceeds :data:`SHARED_CONTRACTION` (at most
+    ``max_passes``): ``(states, x, c, jump)`` with ``x`` the next chord iterate (not
+    evaluated) and ``c = |x - x_last| / |x_last - x_before|`` (components relative to
+    ``max(|x|, 0.01)``).
+
+    ``jump``: the steps alternate between two states (a 2-cycle: the map of this scramble
+    jumps across its fixed point, where a node's minimiser switches); ``x`` is then their
+    midpoint and the callers take the difference of the two states as the fixed-point error.
+    :class:`_NoContraction` if the steps neither contract by :data:`SHARED_MAX_CONTRACTION`
+    nor alternate."""
     states = [_checked(F, x0)]
-    for _ in range(passes - 1):
+
+    def size(v, scale):
+        return float(np.max(np.abs(v) / scale))
+
+    while True:
+        if len(states) >= passes:
+            x = _chord_step(states[-1], free, J)
+            scale = np.maximum(np.abs(x), 1e-2)
+            before = size(states[-1].x - states[-2].x, scale)
+            c = size(x - states[-1].x, scale) / before if before > 0 else 0.0
+            if c <= SHARED_CONTRACTION:
+                return states, x, c, False
+            if (len(states) >= 4 and c > SHARED_MAX_CONTRACTION
+                    and size(states[-1].x - states[-3].x, scale) <= 0.1 * before):
+                return states, 0.5 * (states[-1].x + states[-2].x), c, True
+            if len(states) >= max_passes:
+                if c <= SHARED_MAX_CONTRACTION:
+                    return states, x, c, False
+                raise _NoContraction(c)
         states.append(_checked(F, _chord_step(states[-1], free, J)))
-    x = _chord_step(states[-1], free, J)
-    scale = np.maximum(np.abs(x), 1e-2)
-    before = float(np.max(np.abs(states[-1].x - states[-2].x) / scale))
-    c = float(np.max(np.abs(x - states[-1].x) / scale)) / before if before > 0 else 0.0
-    if c > SHARED_MAX_CONTRACTION:
-        raise _NoContraction(c)
-    return states, x, c
 
 
-def _alpha_c_shared(params, channels, first, setup):
+def _alpha_c_shared(params, channels, first, setup, hp):
     """``alpha_c`` on one scramble at the first scramble's last fixed points (module doc,
-    'Shared fixed points'): per branch a cold pass there and one after a chord step; one
-    Newton step in alpha from the first scramble's last alpha.
+    'Shared fixed points'): per branch a cold pass there and one after a chord step (more
+    while the steps contract slowly, :func:`_chord_passes`); one Newton step in alpha from the
+    first scramble's last alpha.
 
     The Newton step's remaining error is bounded as in :func:`_alpha_c_on_rule`, with the first
     scramble's measured slope error.  Fixed-point term: ``eps_t`` is stationary, so its error
     falls like the square of the distance to the scramble's fixed point, which a chord step
-    of contraction ``c`` multiplies by about ``c / (1 - c)`` (at most 1 here); the change of
-    ``eps_t`` in the step times ``max(1, (c / (1 - c))^2)`` bounds what remains."""
+    of contraction ``c`` multiplies by about ``c / (1 - c)``; the change of ``eps_t`` in the
+    last step times ``max(1, (c / (1 - c))^2)`` bounds what remains."""
     alpha = first["alpha_c_steps"][-1]
     res = {}
     for b in ("positional", "semantic"):
         B = BRANCHES[b]
         F = SaddlePointMap(params, alpha, channels[b], symmetry=B.symmetry)
-        (s0, s1), _, c = _chord_passes(F, first["at_alpha_c"][b]["x"], B.free, setup[b][1], 2)
-        e0, e1 = _eps_t(F, s0), _eps_t(F, s1)
-        res[b] = {"eps_t": e1, "E_M": s1.channel.E_M, "contraction": c,
-                  "change": abs(e1 - e0) * max(1.0, (c / (1 - c)) ** 2),
-                  "chord_steps": 1, "x": s1.x.tolist()}
+        states, x, c, jump = _chord_passes(F, first["at_alpha_c"][b]["x"], B.free,
+                                           setup[b][1], 2, hp.max_chord)
+        e0, e1 = _eps_t(F, states[-2]), _eps_t(F, states[-1])
+        if jump:    # between the two states: their mean, their difference the error
+            value, E_M = 0.5 * (e0 + e1), 0.5 * (states[-2].channel.E_M + states[-1].channel.E_M)
+            change = abs(e1 - e0)
+        else:
+            value, E_M, x = e1, states[-1].channel.E_M, states[-1].x
+            change = abs(e1 - e0) * max(1.0, (c / (1 - c)) ** 2)
+        res[b] = {"eps_t": value, "E_M": E_M, "contraction": c, "change": change,
+                  "jump": jump, "chord_steps": len(states) - 1, "x": x.tolist()}
     delta = res["positional"]["eps_t"] - res["semantic"]["eps_t"]
     slope = res["positional"]["E_M"] - res["semantic"]["E_M"]
     step = delta / slope
@@ -654,16 +718,19 @@ def _alpha_c_shared(params, channels, first, setup):
             "slope_relative_error": e, "at_alpha_c": res}
 
 
-def _eps_g_after(params, states, x, c):
-    """``eps_g`` at the chord iterate ``x`` after ``states``, and its fixed-point bound: the
-    change from the last state times ``max(1, c / (1 - c))`` (what a geometric tail of
-    contraction ``c`` leaves) plus the quadrature bound."""
+def _eps_g_after(params, states, x, c, jump):
+    """``eps_g`` at ``x`` of :func:`_chord_passes` after ``states``, and its fixed-point bound:
+    the change from the last state times ``max(1, c / (1 - c))`` (what a geometric tail of
+    contraction ``c`` leaves), or with ``jump`` the difference between the two alternating
+    states, plus the quadrature bound."""
     before = _eps_g(params, states[-1].x, bound=False)[0]
     g, quad = _eps_g(params, x)
+    if jump:
+        return g, abs(before - _eps_g(params, states[-2].x, bound=False)[0]) + quad
     return g, abs(g - before) * max(1.0, c / (1 - c)) + quad
 
 
-def _alpha_l_shared(params, ch, first, setup, eps_lin):
+def _alpha_l_shared(params, ch, first, setup, hp, eps_lin):
     """``alpha_l`` on one scramble from the first scramble's last fixed point (module doc,
     'Shared fixed points').
 
@@ -682,11 +749,12 @@ def _alpha_l_shared(params, ch, first, setup, eps_lin):
     at = first["at_alpha_l"]
     alpha0 = at["alpha"]
     F = SaddlePointMap(params, alpha0, ch, symmetry=B.symmetry)
-    states, x, c = _chord_passes(F, at["x"], free, J, 3)
-    g0, fp0 = _eps_g_after(params, states, x, c)
+    states, x, c, jump = _chord_passes(F, at["x"], free, J, 3, hp.max_chord)
+    g0, fp0 = _eps_g_after(params, states, x, c, jump)
     slope0 = first["alpha_l_slopes"][-1]
     step = -(g0 - eps_lin) / slope0
-    out = {"alpha_l_steps": [alpha0], "alpha_l_g": [g0 - eps_lin], "alpha_l_contraction": [c]}
+    out = {"alpha_l_steps": [alpha0], "alpha_l_g": [g0 - eps_lin], "alpha_l_contraction": [c],
+           "alpha_l_jump": [jump]}
     if step == 0.0:   # already at this scramble's root
         return {**out, "alpha_l": alpha0, "alpha_l_root_bound": 0.0,
                 "alpha_l_fixed_point": fp0 / abs(slope0),
@@ -697,13 +765,14 @@ def _alpha_l_shared(params, ch, first, setup, eps_lin):
     dx[list(free)] = -np.linalg.solve(J, F.alpha_derivative(states[-1], free))
     alpha1 = alpha0 + step
     F1 = SaddlePointMap(params, alpha1, ch, symmetry=B.symmetry)
-    states1, x1, c1 = _chord_passes(F1, x + dx * step, free, J, 2)
-    g1, fp1 = _eps_g_after(params, states1, x1, c1)
+    states1, x1, c1, jump1 = _chord_passes(F1, x + dx * step, free, J, 2, hp.max_chord)
+    g1, fp1 = _eps_g_after(params, states1, x1, c1, jump1)
     secant = (g1 - g0) / step
     corr = -(g1 - eps_lin) / secant
     out["alpha_l_steps"].append(alpha1)
     out["alpha_l_g"].append(g1 - eps_lin)
     out["alpha_l_contraction"].append(c1)
+    out["alpha_l_jump"].append(jump1)
     return {**out, "alpha_l": alpha1 + corr,
             "alpha_l_root_bound": abs(corr) * abs(secant - slope0) / abs(secant),
             "alpha_l_fixed_point": (fp1 + abs(corr) * (fp0 + fp1) / abs(step)) / abs(secant),
@@ -734,10 +803,10 @@ def _shared_rule_task(args) -> LargeRuleRecord:
                 for b in ("positional", "semantic")}
     try:
         out: LargeRuleRecord = {"seed": seed, "route": "shared",
-                                **_alpha_c_shared(params, channels, first, setup)}
+                                **_alpha_c_shared(params, channels, first, setup, hp)}
         if setup["alpha_l_branch"] in ("semantic", "positional"):
             out.update(_alpha_l_shared(params, channels[setup["alpha_l_branch"]], first,
-                                       setup, eps_lin))
+                                       setup, hp, eps_lin))
         else:   # eps_g of the global minimum jumps below eps_lin at alpha_c
             out.update({"alpha_l": out["alpha_c"]}, **{
                 "alpha_l_" + k: out["alpha_c_" + k]
@@ -946,6 +1015,30 @@ def _save_checkpoint(path, key, records: dict):
     write_json(path, {"key": key, "records": [records[s] for s in sorted(records)]}, indent=None)
 
 
+#: scrambles tried in turn as the shared route's solved one (:func:`_first_solved`)
+FIRST_TRIES = 3
+
+
+def _first_solved(params, hp, seeds, setup, eps_lin, done, record) -> LargeRuleRecord:
+    """The shared route's solved scramble: the one already in ``done`` (a resumed run), else
+    the first of ``seeds`` whose solve converges (a scramble whose map jumps across its fixed
+    point has none; it is then evaluated like the others); :class:`NotConverged` if
+    :data:`FIRST_TRIES` in turn do not."""
+    for s in seeds:
+        if s in done and done[s].get("route") == "solved":
+            return done[s]
+    errors = []
+    for s in [s for s in seeds if s not in done][:FIRST_TRIES]:
+        try:
+            rec = _large_rule_task((params, hp, s, setup, eps_lin))
+        except NotConverged as exc:
+            errors.append(f"scramble {s}: {exc}")
+            continue
+        record(0, hp.rules, rec)
+        return rec
+    raise NotConverged("no scramble to share its fixed points: " + "; ".join(errors))
+
+
 def refine_thresholds(params: ModelParams, fast: Thresholds,
                       hp: HighPrecisionSettings = HighPrecisionSettings(),
                       executor: Executor | None = None, progress=None,
@@ -987,11 +1080,9 @@ def _refine(params, fast, hp, executor, progress, note, checkpoint) -> PreciseTh
         if progress:
             progress(len(done), hp.rules, rec)
 
-    if hp.shared:   # the first scramble here (both cores), then the others at its fixed points
-        if seeds[0] not in done:
-            record(0, hp.rules, _large_rule_task((params, hp, seeds[0], setup, eps_lin)))
-        tasks = [(params, hp, s, setup, eps_lin, done[seeds[0]]) for s in seeds[1:]
-                 if s not in done]
+    if hp.shared:   # one scramble solved here (both cores), the others at its fixed points
+        first = _first_solved(params, hp, seeds, setup, eps_lin, done, record)
+        tasks = [(params, hp, s, setup, eps_lin, first) for s in seeds if s not in done]
         task = _shared_rule_task
     else:
         tasks = [(params, hp, s, setup, eps_lin) for s in seeds if s not in done]
