@@ -54,7 +54,7 @@ def thresholds(*, omega: float = 0.3, sigma: float = 0.5, lam: float = 0.01, A=P
     """``alpha_c`` and ``alpha_l`` with error bars (``symattn thresholds``).
 
     ``precision="standard"`` (the main job): located on one scramble of ``2**log2n`` points
-    (default 2^12; ``rules`` scrambles if given), then refined on ``high_rules`` (default 12)
+    (default 2^12; ``rules`` scrambles if given), then refined on ``high_rules`` (default 10)
     folded scrambles of ``2**high_log2n`` (default 2^17) points
     (:func:`symattn.refine.precise.refine_thresholds`, shared fixed points); ``"high"``: the
     same with 8 scrambles of 2^22 and the second route for ``alpha_c`` (its cost is measured in

@@ -119,6 +119,10 @@ def test_one_real_point():
     for name in ("semantic", "positional"):
         a = [row["alpha"] for row in r["curves"][name]]
         assert min(a) < r["alpha_c"] < max(a)
+        # below alpha_c the curve is followed down to the first rule's bifurcation: only its
+        # last step may cross it (the continuation stops at the first point past its target)
+        assert sorted(a)[1] >= r[f"{name}_end_per_rule"][0][0]
+        assert r[f"{name}_continuation_end"] == "none"
     lo, hi = (float(v) for v in r["trivial_range"].split("-"))
     assert lo < r["alpha_c"] < hi
     # at alpha_c the trivial point (learns neither) trains worse than the two branches

@@ -13,7 +13,8 @@ Usage::
                      [--workers W] [--n-test N] [--positional-scale S] [model options]
                      [numerical options]
     symattn phase-diagram --out DIR [--omegas 0:0.45:0.025] [model options]
-                          [--log2n K] [--rules R] [--workers N | --scheduler ADDRESS]
+                          [--log2n K] [--rules R] [--refine-log2n K] [--refine-rules R]
+                          [--alpha-max A] [--below-ends] [--workers N | --scheduler ADDRESS]
     symattn plot DIR [--omega W]
     symattn latex [--out FILE.tex] [--standalone]
 

@@ -45,6 +45,9 @@ def add_parser(sub):
     g.add_argument("--alpha-max", type=float_arg("alpha-max", 1.0, 64.0, lo_open=True),
                    default=4.0, help="follow the branches up to this alpha, in (1, 64] "
                                      "(default 4)")
+    g.add_argument("--below-ends", action="store_true",
+                   help="follow the branches below their bifurcation ends, down to alpha = "
+                        "0.02 (the continuation's own ends as diagnostics; slower)")
     ex = p.add_mutually_exclusive_group()
     ex.add_argument("--workers", type=int_arg("workers", 1, 256), default=None,
                     help="local worker processes (default: one per core)")
@@ -78,7 +81,8 @@ def run(args) -> int:
     from ..runs.lock import output_lock
     settings = PhaseDiagramSettings(log2n=args.log2n, rules=args.rules,
                                     refine_log2n=args.refine_log2n,
-                                    refine_rules=args.refine_rules, alpha_max=args.alpha_max)
+                                    refine_rules=args.refine_rules, alpha_max=args.alpha_max,
+                                    below_ends=args.below_ends)
     with output_lock(args.out):          # a busy folder is refused before anything is printed
         if args.scheduler:
             executor = dask_executor(args.scheduler)

@@ -34,7 +34,7 @@ def add_parser(sub):
     h = t.add_argument_group("precision (docs: numerics, 'The main job' and 'High precision')")
     h.add_argument("--precision", choices=("fast", "standard", "high"), default="standard",
                    help="standard (default, the main job): locate the thresholds on one "
-                        "scramble of 2^12 points, then refine them on 12 folded scrambles of "
+                        "scramble of 2^12 points, then refine them on 10 folded scrambles of "
                         "2^17 (about 25 s on 2 cores); fast: the mean over --rules scrambles "
                         "of 2^log2n points, no refinement; high: refine on 8 folded scrambles "
                         "of 2^22 and add a second route for alpha_c (about 10 minutes).  The "
@@ -44,7 +44,7 @@ def add_parser(sub):
                    default=None, help="points per large scramble: 2**K (default 17; 22 with "
                                       "--precision high)")
     h.add_argument("--high-rules", dest="high_rules", type=int_arg("high-rules", 2, 256),
-                   default=None, help="large scrambles (default 12; 8 with --precision high)")
+                   default=None, help="large scrambles (default 10; 8 with --precision high)")
     h.add_argument("--second-route-orders", dest="second_orders", default=None,
                    type=second_orders_arg, metavar="N1,N2,N3|none",
                    help="Gauss-Hermite outer orders of the second route for alpha_c (default "

@@ -20,9 +20,10 @@ For every ``omega`` of a grid, one *task* (warm starts along ``alpha`` stay insi
   is the branch's end, up to a possible weak subcriticality below the resolution
   (docs/numerics.md, section 'Branches, their ends, and the phase diagram').  For a
   non-swap-symmetric ``A`` the positional end is the continuation's (fold or merge; first
-  rule; error: the bracket).  The ends found by pseudo-arclength continuation from
-  ``alpha_c`` on the first rule
-  (:func:`symattn.numerics.continuation.follow_branch`) are kept as diagnostics,
+  rule; error: the bracket).  Below ``alpha_c`` each branch is followed by pseudo-arclength
+  continuation on the first rule (:func:`symattn.numerics.continuation.follow_branch`) down
+  to that rule's bifurcation (the branch curves); with ``below_ends`` it goes on to
+  ``alpha_min``, and where it ends then is kept as a diagnostic,
   ``semantic_continuation_end`` and ``positional_continuation_end``: near the end the overlap
   is small, the continuation's smoothed tangents are biased and the quadrature noise is
   large, and they lie below the bifurcation (measured: docs/numerics.md, section 'Branches,
@@ -97,6 +98,13 @@ class PhaseDiagramSettings:
     tol: float = 1e-10      #: fixed-point tolerance
     alpha_max: float = 4.0  #: branches are followed up to here
     alpha_min: float = 0.02  #: and down to here
+    #: below alpha_c, follow each branch only down to its bifurcation off the trivial point
+    #: on the first rule (where there is one): below it the continuation follows the
+    #: quadrature's imperfect-bifurcation tail, an artefact that took half of each omega's
+    #: time; True follows it down to alpha_min as before (the ``*_continuation_end``
+    #: diagnostics; measured: docs/numerics.md, section 'Branches, their ends, and the phase
+    #: diagram')
+    below_ends: bool = False
     seed: int = 0
 
     def __post_init__(self):
@@ -132,6 +140,14 @@ def _refined_thresholds(params, first, settings: PhaseDiagramSettings, ts):
                       params=params.as_dict(), settings={**asdict(ts), "rules": 1},
                       per_rule=[first], wall_time=0.0)
     return refine_thresholds(params, fast, _refine_settings(settings), executor=InProcess)
+
+
+def _down_to(s: PhaseDiagramSettings, end) -> float:
+    """Where a branch is followed down to: its bifurcation ``end`` (alpha_b, error, kind) on
+    the first rule, unless ``s.below_ends`` or there is none; else ``s.alpha_min``."""
+    if s.below_ends or end is None or not np.isfinite(end[0]):
+        return s.alpha_min
+    return max(s.alpha_min, end[0])
 
 
 def _mean_err(values, extra=0.0):
@@ -220,9 +236,11 @@ def phase_point(params_dict: dict, omega: float, settings_dict: dict) -> dict:
                 b_pos.append(_bifurcation_end(params, ch, "m",
                                               [a for a in M_GRID if a >= s.alpha_min], s.tol))
             if k == 0:
-                sem_down = follow_branch(params, "semantic", ch, r.alpha_c, s.alpha_min,
+                sem_stop, pos_stop = _down_to(s, b_sem[0]), _down_to(s, b_pos[0] if b_pos
+                                                                     else None)
+                sem_down = follow_branch(params, "semantic", ch, r.alpha_c, sem_stop,
                                          x0=r.semantic.x, tol=s.tol)
-                pos_down = follow_branch(params, "positional", ch, r.alpha_c, s.alpha_min,
+                pos_down = follow_branch(params, "positional", ch, r.alpha_c, pos_stop,
                                          x0=r.positional.x, tol=s.tol)
                 sem_ends.append(_end_alpha(sem_down))
                 pos_ends.append(_end_alpha(pos_down))

@@ -28,6 +28,18 @@ r"""High-precision thresholds: the fast route's answer refined on large scramble
    (:func:`branch_fold`, :data:`~symattn.numerics.quadrature.FOLDS`; ``fold``): with the
    paper's ``A``, a quarter of the space, so the same points are four times denser.
 
+5. **Shared fixed points** (``shared``, the default).  Only the first large scramble is solved
+   as above; every other one is evaluated at its last fixed points: a cold pass there and
+   passes after chord steps (warm-started: the steps move the order parameters by the
+   scatter of the scrambles' fixed points, about 1e-5), then one Newton step in alpha for
+   ``alpha_c`` (``eps_t`` is stationary, so the fixed point's error enters squared) and a step
+   and a secant step on the scramble's own ``eps_g`` for ``alpha_l``
+   (:func:`_shared_rule_task`).  The fixed-point terms use the chord steps' measured
+   contraction; a map that jumps across its fixed point (the steps alternate) gives the mean
+   of its two states and their difference as the term; a chord that neither contracts nor
+   alternates falls back to solving.  (Against solving every scramble: docs/numerics.md,
+   section 'The main job'.)
+
 ``alpha_l`` is not stationary (``eps_g`` moves linearly with the order parameters), so there the
 large rule's fixed point is converged until ``eps_g`` stops moving, and the crossing
 :math:`\varepsilon_g = \varepsilon_{\rm lin}` is found by an implicit-function Newton step
@@ -138,8 +150,8 @@ class HighPrecisionSettings:
     #: fold each branch's scrambles onto the fundamental domain of its symmetries
     #: (:func:`branch_fold`): the same points, two or four times denser
     fold: bool = True
-    #: solve the fixed points and thresholds on the first large scramble only, and on every
-    #: other one take two cold passes per fixed point there, the second after a chord step
+    #: solve the fixed points and thresholds on the first large scramble only, and evaluate
+    #: every other one at its fixed points: a cold pass and passes after chord steps
     #: (:func:`_shared_rule_task`; module doc, 'Shared fixed points')
     shared: bool = True
 
@@ -322,9 +334,9 @@ class PreciseThresholds:
                 "wall_time": self.wall_time}
 
 
-#: The main job's refinement (``--precision standard``): 12 folded scrambles of 2^17 points,
+#: The main job's refinement (``--precision standard``): 10 folded scrambles of 2^17 points,
 #: shared fixed points, no second route (measured: docs/numerics.md, section 'The main job').
-STANDARD = HighPrecisionSettings(log2n=17, rules=12, confirm_orders=())
+STANDARD = HighPrecisionSettings(log2n=17, rules=10, confirm_orders=())
 
 
 def _fast_setup(params, fast: Thresholds, hp: HighPrecisionSettings):
@@ -607,15 +619,20 @@ def branch_fold(params: ModelParams, branch: str) -> str:
     return fold + "+token_swap" if params.swap_symmetric else fold
 
 
+def _channels(params, hp, seed) -> dict:
+    """Each branch's channel on large scramble ``seed`` (folded for it if ``hp.fold``)."""
+    rule = SobolRule(hp.log2n, seed)
+    return {b: ChunkedChannel(params, rule.nodes(fold=branch_fold(params, b) if hp.fold
+                                                 else None),
+                              gtol=hp.gtol, warm=hp.warm_starts)
+            for b in ("positional", "semantic")}
+
+
 def _large_rule_task(args) -> LargeRuleRecord:
     """One large scramble: alpha_c and alpha_l on it."""
     params, hp, seed, setup, eps_lin = args
     t0 = time.perf_counter()
-    rule = SobolRule(hp.log2n, seed)
-    channels = {b: ChunkedChannel(params, rule.nodes(fold=branch_fold(params, b) if hp.fold
-                                                     else None),
-                                  gtol=hp.gtol, warm=hp.warm_starts)
-                for b in ("positional", "semantic")}
+    channels = _channels(params, hp, seed)
     out: LargeRuleRecord = {"seed": seed, "route": "solved",
                             **_alpha_c_on_rule(params, channels, setup, hp)}
     if setup["alpha_l_branch"] in ("semantic", "positional"):
@@ -642,7 +659,7 @@ class _NoContraction(Exception):
 
 
 def _chord_passes(F, x0, free, J, passes: int, max_passes: int):
-    """Cold passes at ``x0`` and after each of at least ``passes - 1`` chord steps, more
+    """Passes at ``x0`` and after each of at least ``passes - 1`` chord steps, more
     while the last step's contraction ``c`` exceeds :data:`SHARED_CONTRACTION` (at most
     ``max_passes``): ``(states, x, c, jump)`` with ``x`` the next chord iterate (not
     evaluated) and ``c = |x - x_last| / |x_last - x_before|`` (components relative to
@@ -783,9 +800,9 @@ def _alpha_l_shared(params, ch, first, setup, hp, eps_lin):
 
 def _shared_rule_task(args) -> LargeRuleRecord:
     """One large scramble at the first one's fixed points (:func:`_alpha_c_shared`,
-    :func:`_alpha_l_shared`).  If a chord step there contracts by less than
-    :data:`SHARED_MAX_CONTRACTION`, the scramble is solved instead (:func:`_large_rule_task`;
-    its record says why).
+    :func:`_alpha_l_shared`).  If the chord steps there neither contract by
+    :data:`SHARED_MAX_CONTRACTION` nor alternate (:func:`_chord_passes`), the scramble is
+    solved instead (:func:`_large_rule_task`; its record's ``route`` says why).
 
     With ``hp.warm_starts`` the pass after a chord step starts every node from its two lowest
     minima of the pass before (:class:`ChunkedChannel`).  The step moves the order parameters
@@ -796,11 +813,7 @@ def _shared_rule_task(args) -> LargeRuleRecord:
     ``studies/shared_fixed_points.py``, which runs the shared route with cold passes too)."""
     params, hp, seed, setup, eps_lin, first = args
     t0 = time.perf_counter()
-    rule = SobolRule(hp.log2n, seed)
-    channels = {b: ChunkedChannel(params, rule.nodes(fold=branch_fold(params, b) if hp.fold
-                                                     else None), gtol=hp.gtol,
-                                  warm=hp.warm_starts)
-                for b in ("positional", "semantic")}
+    channels = _channels(params, hp, seed)
     try:
         out: LargeRuleRecord = {"seed": seed, "route": "shared",
                                 **_alpha_c_shared(params, channels, first, setup, hp)}
