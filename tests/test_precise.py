@@ -409,3 +409,56 @@ def test_fused_channel_is_the_numpy_level_channel(paper_params, sobol12_channel,
     one1 = ch.evaluate(x1, starts=starts)
     np.testing.assert_allclose(fused1.means, one1.means, rtol=1e-14, atol=1e-18)
     assert (fused1.n_failed, fused1.n_ties) == (one1.n_failed, one1.n_ties)
+
+
+class _FakeState:
+    """A map state of :func:`_fake_map`: ``x`` and the residual on its free variable 0."""
+
+    def __init__(self, x, r):
+        self.x, self._r = np.asarray(x, float), r
+        self.channel = dataclasses.make_dataclass("Ch", [("n_failed", int)])(0)
+
+    def residual(self, free):
+        return np.array([self._r])
+
+
+def _fake_map(r):
+    return lambda x: _FakeState(x, r(float(x[0])))
+
+
+def test_shared_chord_passes_contract_alternate_or_refuse():
+    """The shared route's chord steps (J = 1 on the free variable): a map contracting by 0.3
+    stops after the passes asked; one that jumps by 0.01 across its fixed point at 1 (the
+    chord alternates between 0.99 and 1.01) is recognised as a jump, with the midpoint; one
+    that expands is refused (the scramble is then solved instead)."""
+    from symattn.refine.precise import _chord_passes, _NoContraction
+    x0, J = [1.02, 0.0, 0.0, 15.0], np.eye(1)
+    states, x, c, jump = _chord_passes(_fake_map(lambda v: 0.7 * (v - 1)), x0, (0,), J, 2, 10)
+    assert len(states) == 2 and not jump and c == pytest.approx(0.3)
+    states, x, c, jump = _chord_passes(
+        _fake_map(lambda v: (v - 1) + 0.01 * np.sign(v - 1)), x0, (0,), J, 2, 10)
+    assert jump and x[0] == pytest.approx(1.0) and len(states) == 4
+    with pytest.raises(_NoContraction):
+        _chord_passes(_fake_map(lambda v: -0.9 * (v - 1)), x0, (0,), J, 2, 6)
+
+
+def test_first_scramble_that_does_not_converge_hands_over(monkeypatch):
+    """The shared route's solved scramble: the next one if the first does not converge (the
+    first is then evaluated like the others), at most FIRST_TRIES, then a clear error."""
+    from symattn.refine import precise as P
+    calls = []
+
+    def task(args):
+        calls.append(args[2])
+        if args[2] in (10, 20, 21, 22):
+            raise P.NotConverged("the map jumps")
+        return {"seed": args[2], "route": "solved"}
+    monkeypatch.setattr(P, "_large_rule_task", task)
+    done = {}
+    hp = HighPrecisionSettings(log2n=12, rules=3, seed=10, confirm_orders=())
+    first = P._first_solved(None, hp, [10, 11, 12], None, 0.0, done,
+                            lambda k, n, rec: done.setdefault(rec["seed"], rec))
+    assert first["seed"] == 11 and calls == [10, 11] and set(done) == {11}
+    with pytest.raises(P.NotConverged, match="no scramble to share"):
+        P._first_solved(None, hp, [20, 21, 22, 23], None, 0.0, {}, lambda *a: None)
+    assert calls[2:] == [20, 21, 22]
