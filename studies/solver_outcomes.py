@@ -83,7 +83,8 @@ def _thresholds_case(q, kw, log2n, rules):
             warnings.simplefilter("always")
             from symattn.api import thresholds
             from symattn.runs.executors import InProcess
-            th = thresholds(log2n=log2n, rules=rules, executor=InProcess(), **kw)
+            th = thresholds(log2n=log2n, rules=rules, precision="fast", executor=InProcess(),
+                            **kw)
         out.update(ok=True, alpha_c=th.alpha_c, alpha_l=th.alpha_l,
                    alpha_c_note=th.alpha_c_note, warnings=len(w))
     except Exception as exc:  # noqa: BLE001 -- the study records every outcome

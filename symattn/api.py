@@ -8,8 +8,9 @@ Each function takes the model's parameters (``omega, sigma, lam, A``; the paper'
 the numerical settings under the command line's names (``log2n, rules, tol``), and returns a
 result object that prints readably and whose ``to_dict()`` is the command line's JSON:
 
-- :func:`thresholds` (``symattn thresholds``): a :class:`~symattn.numerics.thresholds.Thresholds`,
-  or with ``precision="high"`` a :class:`~symattn.refine.precise.PreciseThresholds`;
+- :func:`thresholds` (``symattn thresholds``): a :class:`~symattn.refine.precise.PreciseThresholds`
+  (the main job's refined thresholds, or ``precision="high"``), or with ``precision="fast"`` a
+  :class:`~symattn.numerics.thresholds.Thresholds`;
 - :func:`fixed_point` (``symattn fixed-point``): a :class:`~symattn.numerics.estimates.FixedPointEstimate`;
 - :func:`simulate` (``symattn simulate``): a :class:`~symattn.simulation.instances.SimulationSummary`;
 - :func:`phase_diagram` (``symattn phase-diagram``): a :class:`PhaseDiagram`;
@@ -154,15 +155,20 @@ class PhaseDiagram:
 
 
 def phase_diagram(*, out, omegas="0:0.45:0.025", sigma: float = 0.5, lam: float = 0.01,
-                  A=PAPER_A, log2n: int = 12, rules: int = 4, alpha_max: float = 4.0,
+                  A=PAPER_A, log2n: int = 12, rules: int = 4, refine_log2n: int = 15,
+                  refine_rules: int = 6, alpha_max: float = 4.0, below_ends: bool = False,
                   executor=None, progress=None, note=None) -> PhaseDiagram:
     """``alpha_c``, ``alpha_l``, the branch ends and curves for each ``omega``, saved in
     ``out`` as each finishes (``symattn phase-diagram``; rerun to resume).  ``omegas`` is
-    ``"start:stop:step"`` (stop included), a comma list, or a sequence of numbers.
+    ``"start:stop:step"`` (stop included), a comma list, or a sequence of numbers; the
+    settings are those of
+    :class:`~symattn.experiments.phase_diagram.PhaseDiagramSettings`.
     ``note(text)`` is told what a resumed run finds done; ``out`` is locked for the run."""
     from .experiments.phase_diagram import PhaseDiagramSettings, run_phase_diagram
     params = model_params(sigma=sigma, lam=lam, A=A)
-    settings = PhaseDiagramSettings(log2n=log2n, rules=rules, alpha_max=alpha_max)
+    settings = PhaseDiagramSettings(log2n=log2n, rules=rules, refine_log2n=refine_log2n,
+                                    refine_rules=refine_rules, alpha_max=alpha_max,
+                                    below_ends=below_ends)
     points = run_phase_diagram(params, omegas, out, settings, executor=executor,
                                progress=progress, note=note)
     return PhaseDiagram(Path(out), points)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .common import (DEFAULT_OUT, EXIT_NOT_FOUND, UsageError, add_model_options, fmt,
-                     int_arg, params_from, second_orders_arg, settings_from)
+                     int_arg, params_from, second_orders_arg)
 from ..model.params import ParameterError
 from ..runs.executors import default_workers
 from ..runs.files import write_json
@@ -35,9 +35,9 @@ def add_parser(sub):
     h.add_argument("--precision", choices=("fast", "standard", "high"), default="standard",
                    help="standard (default, the main job): locate the thresholds on one "
                         "scramble of 2^12 points, then refine them on 10 folded scrambles of "
-                        "2^17 (about 25 s on 2 cores); fast: the mean over --rules scrambles "
+                        "2^17 (20-30 s on 2 cores); fast: the mean over --rules scrambles "
                         "of 2^log2n points, no refinement; high: refine on 8 folded scrambles "
-                        "of 2^22 and add a second route for alpha_c (about 10 minutes).  The "
+                        "of 2^22 and add a second route for alpha_c (about 8 minutes).  The "
                         "refined routes are resumable with --out: finished scrambles are kept "
                         "in OUT.partial")
     h.add_argument("--high-log2n", dest="high_log2n", type=int_arg("high-log2n", 10, 26),
@@ -108,7 +108,7 @@ def run(args, main_job=False) -> int:
         if th.alpha_c_note and args.precision == "standard":
             print(f"symattn: {th.alpha_c_note}; the refinement needs both thresholds, so "
                   f"alpha_l comes from the fast route (8 scrambles of 2^14)", file=sys.stderr)
-            fast, settings = True, settings.__class__(log2n=14, rules=8, tol=args.tol)
+            fast, settings = True, replace(settings, log2n=14, rules=8)
             th = compute_thresholds(params, settings, progress=_progress)
     except (ThresholdNotFound, BranchNotFound) as exc:
         if args.json:
