@@ -1,5 +1,8 @@
-"""``symattn thresholds`` (and the main job, ``symattn`` alone): alpha_c and alpha_l with error bars;
-``--precision high`` refines them (:mod:`symattn.refine.precise`)."""
+"""``symattn thresholds`` (and the main job, ``symattn`` alone): alpha_c and alpha_l with error bars.
+
+``--precision standard`` (the default) locates them on one scramble and refines them on large
+scrambles, ``high`` on larger ones with a second route (:mod:`symattn.refine.precise`);
+``fast`` is the mean over small scrambles alone (:mod:`symattn.numerics.thresholds`)."""
 
 from __future__ import annotations
 
