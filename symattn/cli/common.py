@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..model.checks import (MAX_GRID_POINTS, ParameterError, check_int,
                             check_number, omega_grid)
-from ..model.params import LAM_RANGE, PAPER_A, SIGMA_RANGE, ModelParams
+from ..model.params import LAM_RANGE, MAX_RANK, MAX_TOKENS, PAPER_A, SIGMA_RANGE, ModelParams
 from ..numerics.settings import LOG2N_RANGE, RULES_RANGE, TOL_RANGE
 from ..results import format_estimate
 
@@ -81,13 +81,34 @@ def float_arg(name, lo=None, hi=None, *, lo_open=False):
     return conv
 
 
-def matrix_arg(text):
-    parts = text.split(",")
-    if len(parts) != 4:
-        raise argparse.ArgumentTypeError(
-            f"A: expected 4 comma-separated numbers a11,a12,a21,a22, got {text!r}")
-    v = [_parse_number("A", p) for p in parts]
-    return ((v[0], v[1]), (v[2], v[3]))
+def square_matrix_arg(name):
+    """An ``L x L`` matrix as ``L^2`` comma-separated numbers, row by row (rows may also be
+    separated by ``;``), ``L >= 2``."""
+    def conv(text):
+        parts = [p for p in text.replace(";", ",").split(",")]
+        L = math.isqrt(len(parts))
+        if L < 2 or L * L != len(parts):
+            raise argparse.ArgumentTypeError(
+                f"{name}: expected L^2 comma-separated numbers (L >= 2), row by row, e.g. "
+                f"a11,a12,a21,a22; got {len(parts)} in {text!r}")
+        v = [_parse_number(name, p) for p in parts]
+        return tuple(tuple(v[i * L:(i + 1) * L]) for i in range(L))
+    return conv
+
+
+matrix_arg = square_matrix_arg("A")
+
+
+def positions_arg(text):
+    """A family name of :mod:`symattn.model.positions`, or the Gram matrix's entries."""
+    from ..model.positions import POSITION_FAMILIES
+    if text.strip() in POSITION_FAMILIES:
+        return text.strip()
+    if text.strip() and text.strip()[0].isalpha():
+        raise argparse.ArgumentTypeError(f"positions: unknown family {text!r}; the families are "
+                                         f"{', '.join(sorted(POSITION_FAMILIES))}, or give the "
+                                         "L^2 entries of Pi = P P^T / d")
+    return square_matrix_arg("positions")(text)
 
 
 def int_arg(name, lo, hi):
@@ -157,8 +178,19 @@ def add_model_group(p, omega=True):
                    help=f"token noise sigma {_range_text(*SIGMA_RANGE, lo_open=True)}")
     g.add_argument("--lam", type=float_arg("lam", *LAM_RANGE, lo_open=True), default=0.01,
                    help=f"ridge penalty lambda {_range_text(*LAM_RANGE, lo_open=True)}")
-    g.add_argument("--A", type=matrix_arg, default=PAPER_A, metavar="a11,a12,a21,a22",
-                   help="row-stochastic positional attention matrix")
+    g.add_argument("--A", type=matrix_arg, default=None, metavar="a11,a12,...",
+                   help="row-stochastic L x L positional attention matrix, row by row "
+                        "(default: the paper's 0.6,0.4,0.4,0.6 at L = 2)")
+    g.add_argument("--L", type=int_arg("L", 2, MAX_TOKENS), default=None,
+                   help="tokens per sentence (default: from --A, else 2); L > 2 needs --A")
+    g.add_argument("--positions", type=positions_arg, default=None, metavar="NAME|entries",
+                   help="positional encodings' Gram matrix Pi = P P^T / d: antipodal (the "
+                        "paper's, L = 2), simplex (default for L > 2), orthogonal, cyclic, none, "
+                        "or its L^2 entries")
+    g.add_argument("--rank", type=int_arg("rank", 1, MAX_RANK), default=1,
+                   help="student rank r (default 1)")
+    g.add_argument("--teacher-rank", dest="teacher_rank", type=int_arg("teacher-rank", 1, MAX_RANK),
+                   default=1, help="teacher rank r_t (default 1)")
 
 
 def add_numerics_group(p, log2n=14, rules=8, log2n_default=None, rules_default=None):
@@ -185,9 +217,29 @@ def add_model_options(p, **numerics):
                    help="print JSON on standard output (progress stays on standard error)")
 
 
-def params_from(args) -> ModelParams:
+def model_A(A, L):
+    """``A`` for ``--A``/``--L``: the paper's when neither is given (or ``L = 2``); sizes must
+    agree; ``L > 2`` without ``A`` is refused (there is no default ``A`` beyond the paper's)."""
+    if A is None:
+        if L not in (None, 2):
+            raise ParameterError("A", f"L = {L}: give the L x L matrix with --A (row by row)")
+        return PAPER_A
+    if L is not None and len(A) != L:
+        raise ParameterError("A", f"is {len(A)} x {len(A)} but --L is {L}")
+    return A
+
+
+def params_from(args, general: bool = False) -> ModelParams:
+    """The model of the command line; ``general=False`` (a command whose solvers are the
+    paper's) refuses any other shape at once, naming the command."""
     omega = getattr(args, "omega", ModelParams.omega)
-    return ModelParams(sigma=args.sigma, lam=args.lam, omega=omega, A=args.A)
+    params = ModelParams(sigma=args.sigma, lam=args.lam, omega=omega,
+                         A=model_A(args.A, getattr(args, "L", None)),
+                         Pi=getattr(args, "positions", None), r=getattr(args, "rank", 1),
+                         r_t=getattr(args, "teacher_rank", 1))
+    if not general:
+        params.require_paper_shape(f"symattn {getattr(args, 'command', '')}".strip())
+    return params
 
 
 def settings_from(args):

@@ -17,7 +17,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    params_from(args)                                  # bad input: one line, before the imports
+    params = params_from(args)                         # bad input: one line, before the imports
     settings = settings_from(args)
     alpha = args.alpha
     print(f"symattn: {args.branch} fixed point at alpha = {alpha:g}, omega = {args.omega:g} on "
@@ -27,7 +27,7 @@ def run(args) -> int:
     from ..numerics.branches import BranchNotFound
     try:
         est = fixed_point(branch=args.branch, alpha=alpha, omega=args.omega, sigma=args.sigma,
-                          lam=args.lam, A=args.A, log2n=settings.log2n, rules=settings.rules,
+                          lam=args.lam, A=params.A, log2n=settings.log2n, rules=settings.rules,
                           tol=settings.tol)
     except BranchNotFound as exc:
         msg = str(exc)

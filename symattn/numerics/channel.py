@@ -137,7 +137,7 @@ class OutputChannel:
     """
 
     def __init__(self, params: ModelParams, nodes: NodeSet, gtol: float = 1e-13):
-        self.params = params
+        self.params = params.require_paper_shape("the paper's output channel")
         self.nodes = nodes
         self.gtol = gtol
         self._signs = np.array(SETTING.signs, float)

@@ -133,7 +133,7 @@ class PreintegratedChannel:
 
     def __init__(self, params: ModelParams, rule: LineRule, gtol: float = 1e-13,
                  chunk: int = 128, outer=None):
-        self.params = params
+        self.params = params.require_paper_shape("the line-preintegrated channel")
         self.rule = rule
         self.gtol = gtol
         self.chunk = int(chunk)

@@ -265,7 +265,7 @@ def make_dataset(params: ModelParams, d: int, alpha: float, seed: int = 0, *,
     chunk_size : int, optional
         Sentences drawn per chunk (does not change the data).
     """
-    params = ModelParams.coerce(params)
+    params = ModelParams.coerce(params).require_paper_shape("make_dataset")
     d, alpha = check_instance(d, alpha, seed)
     n = n_sentences(d, alpha)
     store = _resolve_dtype(dtype, n, d)
