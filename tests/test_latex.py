@@ -136,3 +136,28 @@ def test_cli_stdout_fragment_and_errors(capsys, tmp_path):
     assert out == latex.document()
     assert main(["latex", "--out", str(tmp_path)]) == 2
     assert_one_line_error(capsys, "out: ")
+
+
+def test_general_equations_print_what_the_general_derivation_has():
+    """The matrix expressions ``symattn latex --general`` prints, made explicit at L = 3, r = 2,
+    r_t = 1 with the component symbols, equal the derivation's prior equations entry by entry
+    (symattn.symbolic.general), and the document has every equation."""
+    import sympy as sp
+
+    from symattn.outputs.latex import document, general_matrices, general_prior_equations
+    from symattn.symbolic.general import general_symbols, prior_closed_form
+    m = general_matrices()
+    L, r, rt = sorted(m["q"].shape[0].free_symbols | m["M"].shape[0].free_symbols
+                      | m["theta"].shape[0].free_symbols, key=str)
+    sizes = {L: 3, r: 2, rt: 1}
+    s = general_symbols(3, 2, 1)
+    comp = {"q": s.q, "V": s.V, "M": s.M, "theta": s.theta, "q_hat": s.q_hat, "V_hat": s.V_hat,
+            "M_hat": s.M_hat, "theta_hat": s.theta_hat, "Pi": s.Pi}
+    explicit = {m[k].subs(sizes): v for k, v in comp.items()}
+    closed = prior_closed_form(s)
+    for k, expr in general_prior_equations().items():
+        got = sp.Matrix(expr.subs(sizes).xreplace(explicit).doit())
+        assert all(sp.cancel(e) == 0 for e in (got - closed[k])), k
+    text = document(general=True)
+    for name in ("phi", "q", "M", "theta", "V", "q_hat", "M_hat", "theta_hat", "V_hat"):
+        assert r"\label{eq:symattn-general-%s}" % name in text

@@ -17,13 +17,16 @@ def add_parser(sub):
     x.add_argument("--standalone", action="store_true",
                    help="a complete document (pdflatex); default: a fragment to \\input "
                    "(needs amsmath, amssymb)")
+    x.add_argument("--general", action="store_true",
+                   help="the general model's equations (any L, positions, A, ranks; model page "
+                        "§7) instead of the paper's")
 
 
 def run(args) -> int:
     if args.out is not None:
         check_output_file(args.out)
     from ..outputs.latex import document
-    text = document(standalone=args.standalone)
+    text = document(standalone=args.standalone, general=args.general)
     if args.out is None:
         sys.stdout.write(text)
     else:
