@@ -35,7 +35,8 @@ def _random_case(shape, rng, n=6):
     h = rng.normal(scale=1.2, size=(n, K))
     w = rng.normal(size=(n, K))
     T = rng.dirichlet(np.ones(L), size=(n, L))
-    Vs = rng.uniform(0.5, 20.0, size=n)
+    # rank r > 1: one Moreau variance per column of the rank space (generated.py's contract)
+    Vs = rng.uniform(0.5, 20.0, size=n if shape.r == 1 else (n, shape.r))
     return h, w, T, Vs
 
 
@@ -55,9 +56,15 @@ def _sympy_reference(shape):
     # loss_general takes h* and A; with omega = 1 its teacher is A, so A = T is the target
     loss = loss_general(H, shape.teacher(), Tm).subs(omega, 1)
     x = flat(H)
-    G = sum((a - b) ** 2 for a, b in zip(x, flat(W))) / (2 * V) + loss
+    if shape.r == 1:
+        Vv = V
+        G = sum((a - b) ** 2 for a, b in zip(x, flat(W))) / (2 * V) + loss
+    else:   # sum_{l,a} (h_la - w_la)^2 / (2 V_a)
+        Vv = sp.symbols(f"V_1:{shape.r + 1}", positive=True)
+        G = sum((H[l, a] - W[l, a]) ** 2 / (2 * Vv[a]) for l in range(shape.L)
+                for a in range(shape.r)) + loss
     exprs = [G, [sp.diff(G, a) for a in x], [[sp.diff(G, a, b) for b in x] for a in x]]
-    return sp.lambdify((x, flat(W), flat(Tm), V, sigma), exprs, modules="mpmath")
+    return sp.lambdify((x, flat(W), flat(Tm), Vv, sigma), exprs, modules="mpmath")
 
 
 def test_value_gradient_hessian_against_sympy(shape_case):

@@ -125,7 +125,7 @@ def newton(h, w, T, V, sigma, gtol, max_iter, g, H, work, d, trial, g2, H2):
     The full step is tried with the value, gradient and Hessian at once: accepted (the usual
     case), they serve the next iteration; only shorter steps are tried with the value alone.
     """
-    floor = 1e-4 / V
+    floor = 1e-4 / v_max(V)
     it = 0
     G = objective_derivatives(h, w, T, V, sigma, g, H)
     while it < max_iter:
