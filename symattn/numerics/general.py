@@ -1,0 +1,508 @@
+r"""Fixed points of the general model's saddle-point equations (model page §7).
+
+The equations are those derived in :mod:`symattn.symbolic.general` (matrix order parameters
+``q, M, theta, V`` and conjugates).  One evaluation of the map at order parameters
+:math:`x = (q, M, \theta, V)`:
+
+1. **Nodes.**  An RQMC rule in ``D = L (r + r_t)`` dimensions gives standard Gaussians
+   :math:`\xi_l \in \mathbb R^r`, :math:`\eta_l \in \mathbb R^{r_t}` per token; with the Cholesky
+   factors :math:`q = KK^\top`, :math:`R = \rho - \theta q^{-1}\theta^\top = BB^\top`,
+
+   .. math::  w_l = M_l + K\xi_l, \qquad h^*_l = \theta K^{-\top}\xi_l + B\eta_l .
+
+2. **Prox.**  :math:`\mathrm{prox} = \operatorname{argmin}_h \sum_l (h_l-w_l)^\top V^{-1}(h_l-w_l)/2 + \ell(h, h^*)`,
+   the global minimiser over ``L x r`` matrices, computed in the eigenframe of
+   :math:`V = U\,\mathrm{diag}(v)\,U^\top` (``h -> h U``; the loss depends on :math:`hh^\top` only)
+   by the compiled multi-start Newton of :mod:`symattn.compile.drivers`.  Starts
+   (:meth:`GeneralChannel.starts`): ``w``; the teacher's pre-activations :math:`\pm h^*`
+   embedded in the student's rank space (first ``min(r, r_t)`` columns); for the paper's shape
+   also the two zeros of the loss of :mod:`symattn.numerics.prox`; and warm starts when given.
+   How often this set misses the global minimiser is measured against a brute-force search
+   (``tests/test_general_numerics.py``, ``studies/general_prox_starts.py``).
+3. **Means** over the nodes, with :math:`f_l = V^{-1}(\mathrm{prox}_l - w_l)`:
+   :math:`\sum_l\mathbb E[f_lf_l^\top]`, :math:`\mathbb E[F]`, :math:`\sum_l\mathbb E[\xi_lf_l^\top]`,
+   :math:`\sum_l\mathbb E[\eta_lf_l^\top]`, and :math:`\mathbb E\mathcal M`, :math:`\mathbb E\ell`.
+4. **Output then prior equations** (:mod:`symattn.symbolic.general`):
+
+   .. math::
+
+       \hat q = \alpha\sum_l\mathbb E[f_lf_l^\top],\ \hat M = \alpha\mathbb E[F],\
+       \hat\theta = \alpha B^{-\top}\sum_l\mathbb E[\eta_lf_l^\top],\
+       \hat V = \mathrm{sym}(-\alpha K^{-\top}\sum_l\mathbb E[\xi_lf_l^\top] + q^{-1}\theta^\top\hat\theta),
+
+       \mathcal A = \lambda I + \sigma^2\hat V,\ V = \sigma^2\mathcal A^{-1},\ M = \Pi\hat M\mathcal A^{-1},\
+       \theta = \sigma^2\rho\,\hat\theta\mathcal A^{-1},\
+       q = \sigma^2\mathcal A^{-1}(\sigma^2\hat q + \hat M^\top\Pi\hat M + \sigma^2\hat\theta^\top\rho\,\hat\theta)\mathcal A^{-1}.
+
+The fixed point is found by Anderson-accelerated damped iteration on the flat vector of the
+free entries of ``(q, M, theta, V)`` (:class:`OrderParameters`), on ONE rule (fixed nodes, so
+the map is deterministic); converged when the undamped residual
+:math:`\max|F(x) - x| \le` ``tol``.  Different scrambles give independent estimates: their
+spread is the integration error bar (:func:`solve_general_rules`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..compile.generated import shape_kernels
+from ..compile.shape import Shape
+from ..model import ModelParams
+from .quadrature import NodeSet, SobolRule
+
+__all__ = ["OrderParameters", "GeneralChannel", "GeneralState", "GeneralFixedPoint",
+           "solve_general", "InvalidGeneralOrderParameters", "general_free_entropy",
+           "general_eps_g", "general_eps_lin", "nodes_for"]
+
+
+class InvalidGeneralOrderParameters(ValueError):
+    """Order parameters outside the domain: ``q``, ``V`` or ``R`` not positive definite."""
+
+
+def _sym(X):
+    return (X + X.T) / 2
+
+
+@dataclass(frozen=True)
+class OrderParameters:
+    """``q (r, r)``, ``M (L, r)``, ``theta (r_t, r)``, ``V (r, r)`` (``q``, ``V`` symmetric)."""
+
+    q: np.ndarray
+    M: np.ndarray
+    theta: np.ndarray
+    V: np.ndarray
+
+    @property
+    def shape(self) -> tuple:
+        return self.M.shape[0], self.q.shape[0], self.theta.shape[0]
+
+    def flat(self) -> np.ndarray:
+        """Free entries: the upper triangles of ``q`` and ``V``, all of ``M`` and ``theta``."""
+        iu = np.triu_indices(self.q.shape[0])
+        return np.concatenate([self.q[iu], self.M.ravel(), self.theta.ravel(), self.V[iu]])
+
+    @classmethod
+    def from_flat(cls, x, L: int, r: int, r_t: int) -> "OrderParameters":
+        iu = np.triu_indices(r)
+        nt = len(iu[0])
+        x = np.asarray(x, float)
+
+        def symm(v):
+            S = np.zeros((r, r))
+            S[iu] = v
+            return S + np.triu(S, 1).T
+        q = symm(x[:nt])
+        M = x[nt:nt + L * r].reshape(L, r)
+        th = x[nt + L * r:nt + L * r + r_t * r].reshape(r_t, r)
+        V = symm(x[nt + L * r + r_t * r:])
+        return cls(q, M, th, V)
+
+    def as_dict(self) -> dict:
+        return {"q": self.q.tolist(), "M": self.M.tolist(), "theta": self.theta.tolist(),
+                "V": self.V.tolist()}
+
+    def rotated(self, O) -> "OrderParameters":
+        """The point of the rotated student ``Q O``: ``O^T q O``, ``M O``, ``theta O``, ``O^T V O``."""
+        return OrderParameters(O.T @ self.q @ O, self.M @ O, self.theta @ O, O.T @ self.V @ O)
+
+
+def nodes_for(params: ModelParams, log2n: int, seed: int) -> NodeSet:
+    """The RQMC rule of ``params``' shape: ``2**log2n`` scrambled Sobol points in
+    ``L (r + r_t)`` Gaussian dimensions (``xi`` first, token-major, then ``eta``)."""
+    return SobolRule(log2n=log2n, seed=seed).nodes(dim=params.L * (params.r + params.r_t))
+
+
+@dataclass
+class GeneralState:
+    """One evaluation of the channel: the means, the hats, and the prox diagnostics."""
+
+    x: OrderParameters
+    means: dict
+    hats: dict
+    prox: np.ndarray = field(repr=False)
+    n_failed: int = 0
+    gap: np.ndarray = field(default=None, repr=False)
+
+
+class GeneralChannel:
+    """The output channel of one shape on one node set (module doc, steps 1-3)."""
+
+    def __init__(self, params: ModelParams, nodes: NodeSet, gtol: float = 1e-13,
+                 max_iter: int = 200):
+        self.params = params
+        self.nodes = nodes
+        self.gtol = gtol
+        self.max_iter = max_iter
+        L, r, rt = params.L, params.r, params.r_t
+        self.shape = Shape(L=L, r=r, r_t=rt)
+        self.kernels = shape_kernels(self.shape)
+        n = nodes.size
+        pts = nodes.points
+        if pts.shape[1] != L * (r + rt):
+            raise ValueError(f"nodes have {pts.shape[1]} dimensions; the shape needs {L * (r + rt)}")
+        self.xi = np.ascontiguousarray(pts[:, :L * r].reshape(n, L, r))
+        self.eta = np.ascontiguousarray(pts[:, L * r:].reshape(n, L, rt))
+        self.weights = nodes.weights
+        self.A = np.ascontiguousarray(params.A_array)
+
+    # -- geometry ---------------------------------------------------------------------
+    def factors(self, x: OrderParameters):
+        """``(K, B)``: Cholesky factors of ``q`` and ``R = rho - theta q^-1 theta^T``."""
+        try:
+            K = np.linalg.cholesky(_sym(x.q))
+        except np.linalg.LinAlgError:
+            raise InvalidGeneralOrderParameters(f"q is not positive definite: {x.q.tolist()}") from None
+        R = self.params.rho * np.eye(self.params.r_t) - x.theta @ np.linalg.solve(x.q, x.theta.T)
+        try:
+            B = np.linalg.cholesky(_sym(R))
+        except np.linalg.LinAlgError:
+            raise InvalidGeneralOrderParameters(
+                f"rho - theta q^-1 theta^T is not positive definite (theta too large for q)") from None
+        if not np.all(np.linalg.eigvalsh(_sym(x.V)) > 0):
+            raise InvalidGeneralOrderParameters(f"V is not positive definite: {x.V.tolist()}")
+        return K, B
+
+    def node_map(self, x: OrderParameters):
+        """``(w, hs)``: ``(n, L, r)`` and ``(n, L, r_t)`` (module doc, step 1)."""
+        K, B = self.factors(x)
+        w = x.M[None] + self.xi @ K.T
+        hs = self.xi @ np.linalg.solve(K, x.theta.T) + self.eta @ B.T
+        return w, hs
+
+    def targets(self, hs) -> np.ndarray:
+        n = hs.shape[0]
+        T = np.empty((n, self.params.L, self.params.L))
+        self.kernels.teacher_nodes(np.ascontiguousarray(hs.reshape(n, -1)), self.params.omega,
+                                   self.A, T)
+        return T
+
+    def starts(self, w, hs, warm=None, only_warm: bool = False) -> list:
+        """The start set (module doc, step 2), each ``(n, L, r)``, in the original frame;
+        ``only_warm``: the warm start alone (Newton follows each node's local minimiser: the
+        smooth map the Jacobian is taken of)."""
+        if only_warm:
+            return [warm]
+        L, r, rt = self.params.L, self.params.r, self.params.r_t
+        k = min(r, rt)
+        emb = np.zeros_like(w)
+        emb[:, :, :k] = hs[:, :, :k]
+        out = [w, emb, -emb]
+        if self.params.is_paper_shape:
+            from .prox import loss_zeros
+            T = self.targets(hs)
+            h0 = loss_zeros(T[:, 0, 0], T[:, 1, 1])
+            out += [h0[:, :, None], -h0[:, :, None]]
+        if warm is not None:
+            out.append(warm)
+        return out
+
+    # -- prox -------------------------------------------------------------------------
+    def prox(self, x: OrderParameters, warm=None, only_warm: bool = False):
+        """``(w, hs, h, G, converged, G2)``: the global prox at every node (module doc, step 2)."""
+        w, hs = self.node_map(x)
+        T = self.targets(hs)
+        n, L, r = w.shape
+        vals, U = np.linalg.eigh(_sym(x.V))
+        starts = np.stack([s @ U for s in self.starts(w, hs, warm, only_warm)], axis=1).reshape(n, -1, L * r)
+        wr = np.ascontiguousarray((w @ U).reshape(n, L * r))
+        V = np.full(n, vals[0]) if r == 1 else np.ascontiguousarray(np.broadcast_to(vals, (n, r)))
+        h, h2 = np.empty((n, L * r)), np.empty((n, L * r))
+        G, G2 = np.empty(n), np.empty(n)
+        conv, iters = np.empty(n, bool), np.empty(n, np.int64)
+        self.kernels.prox_nodes(wr, T, V, self.params.sigma, np.ascontiguousarray(starts),
+                                self.gtol, self.max_iter, h, G, conv, h2, G2, iters)
+        h = h.reshape(n, L, r) @ U.T
+        return w, hs, T, h, G, conv, G2
+
+    def evaluate(self, x: OrderParameters, alpha: float, warm=None,
+                 only_warm: bool = False, pin: tuple = ()) -> GeneralState:
+        """Means and hats at ``x`` (module doc, steps 1-4's output half).
+
+        ``pin``: order parameters held at zero (:data:`PINNABLE`); their conjugates are set to
+        zero too, which is the rule averaged over the symmetry that leaves the pinned subspace
+        invariant (``eta -> -eta`` for ``theta``, ``(xi, eta) -> -(xi, eta)`` for ``M``: the
+        conjugate's atoms are odd under it), so that the pinned point is an exact fixed point
+        of every equation under that rule (as :mod:`symattn.numerics.saddle` pins the paper's
+        branches)."""
+        p = self.params
+        K, B = self.factors(x)
+        w, hs, T, h, G, conv, G2 = self.prox(x, warm, only_warm)
+        n = w.shape[0]
+        f = (h - w) @ np.linalg.inv(_sym(x.V))
+        wt = self.weights
+        loss = np.empty(n)
+        self.kernels.loss_nodes(np.ascontiguousarray(h.reshape(n, -1)), T, p.sigma, loss)
+        means = {
+            "Sff": np.einsum("n,nla,nlb->ab", wt, f, f),
+            "EF": np.einsum("n,nla->la", wt, f),
+            "Sxf": np.einsum("n,nla,nlb->ab", wt, self.xi, f),
+            "Sef": np.einsum("n,nlc,nlb->cb", wt, self.eta, f),
+            "EM": float(wt @ G),
+            "Eloss": float(wt @ loss),
+        }
+        KiT = np.linalg.inv(K).T
+        BiT = np.linalg.inv(B).T
+        th_hat = alpha * BiT @ means["Sef"]
+        hats = {
+            "q_hat": alpha * _sym(means["Sff"]),
+            "M_hat": alpha * means["EF"],
+            "theta_hat": th_hat,
+            "V_hat": _sym(-alpha * KiT @ means["Sxf"] + np.linalg.solve(x.q, x.theta.T) @ th_hat),
+        }
+        for name in pin:
+            hats[f"{name}_hat"] = np.zeros_like(hats[f"{name}_hat"])
+        return GeneralState(x=x, means=means, hats=hats, prox=h, n_failed=int((~conv).sum()),
+                            gap=G2 - G)
+
+    def prior(self, hats: dict) -> OrderParameters:
+        """The prior equations (module doc, step 4)."""
+        p = self.params
+        s2 = p.sigma**2
+        A = p.lam * np.eye(p.r) + s2 * hats["V_hat"]
+        Ai = np.linalg.inv(A)
+        Pi = p.Pi_array
+        Mh, th = hats["M_hat"], hats["theta_hat"]
+        inner = s2 * hats["q_hat"] + Mh.T @ Pi @ Mh + s2 * p.rho * th.T @ th
+        return OrderParameters(q=_sym(s2 * Ai @ inner @ Ai), M=Pi @ Mh @ Ai,
+                               theta=s2 * p.rho * th @ Ai, V=_sym(s2 * Ai))
+
+    def step(self, x: OrderParameters, alpha: float, warm=None, only_warm: bool = False,
+             pin: tuple = ()):
+        """``(F(x), state)``: one application of the saddle-point map (``pin``: :meth:`evaluate`)."""
+        st = self.evaluate(x, alpha, warm, only_warm, pin)
+        return self.prior(st.hats), st
+
+
+def general_free_entropy(params: ModelParams, state: GeneralState, alpha: float) -> float:
+    r""":math:`\Phi` of :mod:`symattn.symbolic.general` at the state's point and hats; at a fixed
+    point it must equal :math:`-(\alpha\mathbb E\ell + \lambda\mathrm{Tr}\,q/(2\sigma^2))`
+    (model page §4's check, for the general model)."""
+    x, h = state.x, state.hats
+    s2 = params.sigma**2
+    A = params.lam * np.eye(params.r) + s2 * h["V_hat"]
+    Pi = params.Pi_array
+    inner = (s2 * h["q_hat"] + h["M_hat"].T @ Pi @ h["M_hat"]
+             + s2 * params.rho * h["theta_hat"].T @ h["theta_hat"])
+    return float(np.trace(h["V_hat"] @ x.q) / 2 - np.trace(h["q_hat"] @ x.V) / 2
+                 - np.sum(h["M_hat"] * x.M) - np.sum(h["theta_hat"] * x.theta)
+                 + np.trace(np.linalg.solve(A, inner)) / 2 - alpha * state.means["EM"])
+
+
+@dataclass
+class GeneralFixedPoint:
+    """A fixed point on one rule, with its status (never a number without one)."""
+
+    x: OrderParameters
+    alpha: float
+    converged: bool
+    residual: float
+    iterations: int
+    eps_t: float
+    phi: float
+    n_failed: int
+    wall_time: float
+    rule: str
+    message: str = ""
+    history: list = field(default_factory=list, repr=False)
+
+    def as_dict(self) -> dict:
+        return {"alpha": self.alpha, "converged": self.converged, "residual": self.residual,
+                "iterations": self.iterations, "eps_t": self.eps_t, "phi": self.phi,
+                "n_failed": self.n_failed, "wall_time": self.wall_time, "rule": self.rule,
+                "message": self.message, **self.x.as_dict()}
+
+
+#: the order parameters a branch may be pinned at zero (exact invariants: ``theta = 0`` for any
+#: shape, since ``T(h*)`` is even in ``h*``; ``M = 0`` when ``A`` and ``Pi`` are invariant under a
+#: relabelling of the tokens that the paper's swap generalises)
+PINNABLE = ("M", "theta")
+
+
+def _free_mask(L, r, rt, pin, gauge: bool = False) -> np.ndarray:
+    nt = r * (r + 1) // 2
+    mask = np.ones(2 * nt + L * r + rt * r, bool)
+    if "M" in pin:
+        mask[nt:nt + L * r] = False
+    if "theta" in pin:
+        mask[nt + L * r:nt + L * r + rt * r] = False
+    if gauge:   # the entries above the diagonal of S = [theta; M] (or M alone) vanish
+        rows = ([("theta", c) for c in range(rt)] if "theta" not in pin else []) + \
+               [("M", l) for l in range(L)]
+        for i, (name, row) in enumerate(rows[:r]):
+            base = nt + (L * r + row * r if name == "theta" else row * r)
+            mask[base + i + 1:base + r] = False
+    return mask
+
+
+def gauge_rotation(x: OrderParameters, use_theta: bool = True) -> np.ndarray:
+    r"""The rotation ``O`` (``det O = 1``) of the student's rank space that makes
+    :math:`S = [	heta; M]` (``use_theta``) or :math:`S = M` lower-trapezoidal (``S O``: the
+    first row along the first axis, ...), from the QR factorisation :math:`S^	op = O R` with
+    :math:`R_{ii} \ge 0`, the last column flipped if needed.  ``x.rotated(O)`` is then the
+    representative of ``x``'s orbit that :func:`solve_general` solves for when ``r > 1``: the
+    equations are invariant under :math:`Q 	o QO` (model page §7), so without a gauge the
+    fixed points form continuous families and Newton's Jacobian is singular along them."""
+    S = np.vstack([x.theta, x.M]) if use_theta else x.M
+    O, R = np.linalg.qr(S.T, mode="complete")
+    d = np.sign(np.diag(R[:min(R.shape), :min(R.shape)]))
+    d[d == 0] = 1.0
+    O[:, :len(d)] = O[:, :len(d)] * d
+    if np.linalg.det(O) < 0:
+        O[:, -1] = -O[:, -1]
+    return O
+
+
+def solve_general(channel: GeneralChannel, alpha: float, x0: OrderParameters, *,
+                  tol: float = 1e-10, max_iter: int = 60, pin: tuple = (),
+                  step: float = 1e-7, relax: float = 0.3, relax_steps: int = 20,
+                  relaxations: int = 5, progress=None) -> GeneralFixedPoint:
+    r"""Fixed point of the map on ``channel``'s rule from ``x0`` (module doc).
+
+    Newton on :math:`g(x) = F(x) - x` over the free entries (``pin``: a subset of
+    :data:`PINNABLE` held at zero).  The Jacobian is taken by forward differences of step
+    ``step`` of the map with the prox started at each node's current minimiser only (so each
+    node follows its local minimum and the map differentiated is smooth); the residual is always
+    evaluated with the full start set.  Backtracking halves the step until the residual falls;
+    when no step does (far from a root), ``relax_steps`` damped steps :math:`x + \beta g`
+    (``beta = relax``) are taken and Newton resumes, at most ``relaxations`` times.
+    ``converged`` only when the undamped residual :math:`\max|g|` is at most ``tol``.
+
+    For ``r > 1`` the map is composed with the rotation to the gauge of :func:`gauge_rotation`
+    (and the gauge's zero entries are not free): a solution is a fixed point up to a rotation
+    of the rank space, which on a finite rule is exact only up to the rule's (integration)
+    error, since the nodes are not rotation-invariant.
+    """
+    p = channel.params
+    L, r, rt = p.L, p.r, p.r_t
+    bad = set(pin) - set(PINNABLE)
+    if bad:
+        raise ValueError(f"pin: unknown {sorted(bad)}; choose from {PINNABLE}")
+    gauge = r > 1
+    use_theta = "theta" not in pin
+    mask = _free_mask(L, r, rt, pin, gauge)
+    t0 = time.perf_counter()
+    if gauge:
+        x0 = x0.rotated(gauge_rotation(x0, use_theta))
+    x = x0.flat()
+    x[~mask] = 0.0
+    message = ""
+    history = []
+
+    def residual(xv, warm=None, only_warm=False):
+        Fx, st = channel.step(OrderParameters.from_flat(xv, L, r, rt), alpha, warm, only_warm,
+                              tuple(pin))
+        if gauge:
+            Fx = Fx.rotated(gauge_rotation(Fx, use_theta))
+        g = Fx.flat() - xv
+        g[~mask] = 0.0
+        return g, st
+
+    try:
+        g, st = residual(x)
+    except InvalidGeneralOrderParameters as exc:
+        raise InvalidGeneralOrderParameters(f"the start is outside the domain: {exc}") from None
+    res = float(np.max(np.abs(g)))
+    history.append(res)
+    it = 0
+    free = np.flatnonzero(mask)
+    relax_left = relaxations
+    while res > tol and it < max_iter:
+        it += 1
+        J = np.zeros((len(free), len(free)))
+        ok = True
+        for c, k in enumerate(free):
+            h = step * max(1.0, abs(x[k]))
+            xp = x.copy()
+            xp[k] += h
+            try:
+                gp, _ = residual(xp, st.prox, only_warm=True)
+            except InvalidGeneralOrderParameters:
+                xp[k] -= 2 * h
+                h = -h
+                try:
+                    gp, _ = residual(xp, st.prox, only_warm=True)
+                except InvalidGeneralOrderParameters:
+                    ok = False
+                    break
+            # base: g itself (warm-started at x's own minimisers, the prox is unchanged)
+            J[:, c] = (gp[free] - g[free]) / h
+        if not ok:
+            message = "the Jacobian's differences leave the domain"
+            break
+        try:
+            dx = np.linalg.solve(J, -g[free])
+        except np.linalg.LinAlgError:
+            message = "singular Jacobian"
+            break
+        t = 1.0
+        accepted = False
+        while t > 1e-4:
+            xn = x.copy()
+            xn[free] += t * dx
+            try:
+                gn, stn = residual(xn, st.prox)
+            except InvalidGeneralOrderParameters:
+                t /= 2
+                continue
+            rn = float(np.max(np.abs(gn)))
+            if rn < res:
+                x, g, st, res = xn, gn, stn, rn
+                accepted = True
+                break
+            t /= 2
+        if not accepted and relax_left > 0:
+            # far from a root Newton's model fails: relax along the map (a damped fixed-point
+            # step from the best point so far; the residual may rise) and try Newton again
+            relax_left -= 1
+            for _ in range(relax_steps):
+                xn = x.copy()
+                xn[free] += relax * g[free]
+                try:
+                    g, st = residual(xn, st.prox)
+                except InvalidGeneralOrderParameters:
+                    break
+                x = xn
+                res = float(np.max(np.abs(g)))
+            accepted = True
+        history.append(res)
+        if progress is not None:
+            progress(it, res)
+        if not accepted:
+            message = f"no Newton step lowers the residual {res:.3g}"
+            break
+    converged = res <= tol
+    if not converged and not message:
+        message = f"residual {res:.3g} > tol {tol:g} after {it} Newton steps"
+    xo = OrderParameters.from_flat(x, L, r, rt)
+    phi = general_free_entropy(p, st, alpha)
+    eps_t = alpha * st.means["Eloss"] + p.lam * float(np.trace(xo.q)) / (2 * p.sigma**2)
+    return GeneralFixedPoint(x=xo, alpha=alpha, converged=converged, residual=res,
+                             iterations=it, eps_t=eps_t, phi=phi, n_failed=st.n_failed,
+                             wall_time=time.perf_counter() - t0, rule=channel.nodes.label,
+                             message=message, history=history)
+
+
+def general_eps_g(params: ModelParams, x: OrderParameters, nodes: NodeSet) -> float:
+    r""":math:`\varepsilon_g = \tfrac{\sigma^2}{2}\mathbb E\lVert S(h) - T(h^*)\rVert_F^2` with
+    :math:`h_l = M_l + Ku_l`, :math:`h^*_l = \theta K^{-\top}u_l + Bv_l` (model page §4, for
+    the general model), on ``nodes`` (the same layout as the channel's)."""
+    ch = GeneralChannel(params, nodes)
+    w, hs = ch.node_map(x)
+    T = ch.targets(hs)
+    n = w.shape[0]
+    out = np.empty(n)
+    ch.kernels.loss_nodes(np.ascontiguousarray(w.reshape(n, -1)), T, params.sigma, out)
+    return float(nodes.weights @ out)
+
+
+def general_eps_lin(params: ModelParams, nodes: NodeSet) -> float:
+    r""":math:`\varepsilon_{\rm lin} = \tfrac{\sigma^2}{2}\mathbb E\lVert T(h^*) - \mathbb E T\rVert_F^2`,
+    :math:`h^*_l \sim N(0, \rho I_{r_t})` (model page §4), on ``nodes`` (their ``eta`` part)."""
+    ch = GeneralChannel(params, nodes)
+    hs = np.sqrt(params.rho) * ch.eta
+    T = ch.targets(hs)
+    ET = np.einsum("n,nij->ij", nodes.weights, T)
+    return float(params.sigma**2 / 2 * np.einsum("n,nij->", nodes.weights, (T - ET) ** 2))

@@ -1,0 +1,116 @@
+"""The general model's fixed points (symattn/numerics/general.py; model page §7)."""
+
+import numpy as np
+import pytest
+
+from symattn.model import ModelParams
+from symattn.numerics.branches import solve_branch
+from symattn.numerics.channel import OutputChannel
+from symattn.numerics.general import (GeneralChannel, OrderParameters, gauge_rotation,
+                                      general_eps_g, nodes_for, solve_general)
+from symattn.numerics.quadrature import SobolRule
+
+A3 = ((0.6, 0.2, 0.2), (0.2, 0.6, 0.2), (0.2, 0.2, 0.6))
+
+
+def _x(q, M, theta, V):
+    return OrderParameters(np.atleast_2d(q), np.asarray(M, float).reshape(len(M), -1),
+                           np.atleast_2d(theta), np.atleast_2d(V))
+
+
+@pytest.mark.parametrize("branch, alpha, pin", [("semantic", 1.4, ("M",)),
+                                                ("positional", 1.0, ("theta",))])
+def test_paper_case_through_the_general_path(branch, alpha, pin):
+    """The paper's shape through the general equations and prox, on the same 2^12 rule, gives
+    the paper solver's pinned fixed point (an independent code path: symbolic §4 equations,
+    scalar prox starts, its own Newton) to 1e-10."""
+    p = ModelParams()
+    nodes = SobolRule(log2n=12, seed=0).nodes(dim=4)
+    fp = solve_branch(p, branch, alpha, OutputChannel(p, nodes), with_eps_g=False)
+    x0 = _x(fp.q * 1.05, [fp.m + 0.01, -fp.m - 0.01], fp.theta * 0.95, fp.V * 1.1)
+    g = solve_general(GeneralChannel(p, nodes), alpha, x0, pin=pin)
+    assert g.converged and g.residual <= 1e-10
+    for a, b in [(g.x.q[0, 0], fp.q), (g.x.M[0, 0], fp.m), (g.x.theta[0, 0], fp.theta),
+                 (g.x.V[0, 0], fp.V)]:
+        assert abs(a - b) <= 1e-10 * max(1.0, abs(b))
+    assert abs(g.eps_t - fp.eps_t) <= 1e-12
+
+
+def test_three_tokens_fixed_point_and_free_entropy_identity():
+    """L = 3, simplex encodings: a semantic fixed point to 1e-10, where Phi = -eps_t (model
+    page §4's identity, here a check of the general equations: it holds only at a stationary
+    point of Phi; 1e-12 is the fixed point's residual times the O(1) sensitivities)."""
+    p = ModelParams(A=A3, Pi="simplex")
+    ch = GeneralChannel(p, nodes_for(p, 12, 0))
+    fp = solve_general(ch, 1.5, _x(0.1, [0, 0, 0], 0.1, 15.0))
+    assert fp.converged and fp.residual <= 1e-10
+    assert abs(fp.phi + fp.eps_t) <= 1e-12
+    assert fp.x.theta[0, 0] > 0.1          # semantic: far from the trivial point
+    # not converged is reported as such
+    short = solve_general(ch, 1.5, _x(0.1, [0, 0, 0], 0.1, 15.0), max_iter=1)
+    assert not short.converged and "residual" in short.message
+
+
+def test_rank_two_student_fixed_point_in_its_gauge():
+    """r = 2, r_t = 1: the equations are invariant under rotations of the rank space; in the
+    gauge theta = (theta_1, 0) the semantic fixed point converges to 1e-10 on 2^12 nodes."""
+    p = ModelParams(r=2)
+    ch = GeneralChannel(p, nodes_for(p, 12, 0))
+    x0 = _x([[0.1, 0.01], [0.01, 0.03]], [[0.0, 0.0], [0.0, 0.0]], [[0.1, 0.02]], 15 * np.eye(2))
+    fp = solve_general(ch, 1.5, x0, pin=("M",))
+    assert fp.converged and fp.residual <= 1e-10
+    assert fp.x.theta[0, 1] == 0.0 and fp.x.theta[0, 0] > 0
+
+
+def test_gauge_rotation_is_a_rotation_to_lower_trapezoidal_form():
+    rng = np.random.default_rng(3)
+    x = OrderParameters(np.eye(3), rng.normal(size=(2, 3)), rng.normal(size=(1, 3)), np.eye(3))
+    O = gauge_rotation(x)
+    np.testing.assert_allclose(O.T @ O, np.eye(3), atol=1e-14)
+    assert np.linalg.det(O) > 0
+    S = np.vstack([x.theta, x.M]) @ O
+    assert abs(S[0, 1]) < 1e-14 and abs(S[0, 2]) < 1e-14 and abs(S[1, 2]) < 1e-14
+    assert S[0, 0] > 0
+
+
+def test_start_set_finds_the_global_minimiser():
+    """Against 128 random starts per node (studies/general_prox_starts.py does 256): no node
+    where the brute force is lower by more than 1e-9, for L = 3 and r = 2."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parent.parent / "studies" / "general_prox_starts.py"
+    spec = importlib.util.spec_from_file_location("general_prox_starts", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for label, p, x in mod.cases()[:4]:
+        ch = GeneralChannel(p, nodes_for(p, 9, 5))
+        G, best, conv = mod.brute_force(ch, x, starts=64, rounds=2)
+        assert conv.all(), label
+        assert (G - best <= 1e-9).all(), label
+
+
+def test_eps_g_at_the_trivial_point_is_the_closed_form():
+    """q -> tiny, M = 0, theta = 0: S(h) -> uniform 1/L, so eps_g -> (sigma^2/2) E||1/L - T||^2,
+    which for omega = 1 (T = A exactly) is (sigma^2/2) ||1/L - A||_F^2 in closed form."""
+    p = ModelParams(A=A3, Pi="simplex", omega=1.0)
+    x = _x(1e-12, [0, 0, 0], 0.0, 1.0)
+    got = general_eps_g(p, x, nodes_for(p, 8, 0))
+    want = 0.25 / 2 * float(((np.array(A3) - 1 / 3) ** 2).sum())
+    assert abs(got - want) < 1e-9       # h = O(1e-6): S = 1/L + O(1e-12)
+
+
+def test_search_finds_the_papers_branches_and_their_order():
+    """Paper's parameters at alpha = 1.4, above alpha_c = 1.2515 where the paper's solver has
+    both branches: the search from the default starts finds a semantic and a positional fixed
+    point, and the global minimum is the semantic one, as the paper's branch comparison says
+    above alpha_c (model page §5)."""
+    from symattn.numerics.general_search import find_fixed_points
+    p = ModelParams()
+    ch = GeneralChannel(p, nodes_for(p, 11, 0))
+    found, failed = find_fixed_points(ch, 1.4)
+    chars = {f.character for f in found}
+    assert {"semantic", "positional"} <= chars
+    assert found[0].global_minimum and found[0].character == "semantic"
+    assert all(f.fixed_point.converged for f in found)
+    eps = [f.eps_t for f in found]
+    assert eps == sorted(eps)
