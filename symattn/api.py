@@ -37,9 +37,11 @@ __all__ = ["thresholds", "fixed_point", "simulate", "phase_diagram", "validate",
            "model_params", "PhaseDiagram", "Validation"]
 
 
-def model_params(*, omega: float = 0.3, sigma: float = 0.5, lam: float = 0.01, A=PAPER_A) -> ModelParams:
-    """The validated :class:`~symattn.model.ModelParams` (model page §2; the paper's defaults)."""
-    return ModelParams(sigma=sigma, lam=lam, omega=omega, A=A)
+def model_params(*, omega: float = 0.3, sigma: float = 0.5, lam: float = 0.01, A=PAPER_A,
+                 Pi=None, r: int = 1, r_t: int = 1) -> ModelParams:
+    """The validated :class:`~symattn.model.ModelParams` (model page §2, §7; the paper's
+    defaults)."""
+    return ModelParams(sigma=sigma, lam=lam, omega=omega, A=A, Pi=Pi, r=r, r_t=r_t)
 
 
 def _settings(log2n, rules, tol, **more):
@@ -116,17 +118,24 @@ def fixed_point(*, branch: str, alpha: float, omega: float = 0.3, sigma: float =
 
 def simulate(*, d: int, alpha: float, start: str, seeds: int = 1, n_test: int = 2000,
              omega: float = 0.3, sigma: float = 0.5, lam: float = 0.01, A=PAPER_A,
-             progress=None):
+             Pi=None, r: int = 1, r_t: int = 1, progress=None):
     """Finite-size training from a warm start on ``seeds`` independent instances
     (``symattn simulate``; model page §6).  ``start`` is ``"semantic"``, ``"positional"`` or
     ``"random"``; the first two are paired with the other on the same data.
-    ``progress(k, n, seconds)`` is called after each seed."""
+    ``progress(k, n, seconds)`` is called after each seed.
+
+    The paper's shape returns a :class:`~symattn.simulation.instances.SimulationSummary`; any
+    other (``Pi``, ``r``, ``r_t``, an ``L x L`` ``A``; model page §7) the dict of
+    :func:`symattn.simulation.general.simulate_general`."""
     from .simulation.instances import simulate_seeds
     from .simulation.memory import check_size
     from .simulation.train import STARTS
     check_choice("start", start, STARTS)
     check_int("seeds", seeds, 1)
-    params = model_params(omega=omega, sigma=sigma, lam=lam, A=A)
+    params = model_params(omega=omega, sigma=sigma, lam=lam, A=A, Pi=Pi, r=r, r_t=r_t)
+    if not params.is_paper_shape:
+        from .simulation.general import simulate_general
+        return simulate_general(params, d, alpha, start, seeds, n_test=n_test, progress=progress)
     d, alpha = check_size(d, alpha, n_test)
     return simulate_seeds(params, d, alpha, start, seeds, n_test=n_test, progress=progress)
 

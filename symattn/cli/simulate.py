@@ -28,16 +28,38 @@ def _simulate_progress(k, n, seconds):
     print(f"  seed {k}/{n} done, elapsed {seconds:.1f} s", file=sys.stderr, flush=True)
 
 
+def _general_text(res: dict) -> str:
+    """Plain-text summary of :func:`symattn.simulation.general.simulate_general`'s result."""
+    from ..results import format_estimate
+    lines = [f"general model L = {res['L']}, r = {res['r']}, r_t = {res['r_t']}: d = {res['d']}, "
+             f"alpha = {res['alpha']:g}, start = {res['start']}, {len(res['seeds'])} seed(s)"]
+    for k in ("eps_t", "eps_g", "eps_lin", "Tr_q"):
+        if res.get(k) is not None:
+            lines.append(f"  {k:8s} {format_estimate(res[k], res.get(k + '_err'))}")
+    if "delta_eps_t" in res:
+        lines.append(f"  eps_t(semantic) - eps_t(positional) = "
+                     f"{format_estimate(res['delta_eps_t'], res.get('delta_eps_t_err'))}")
+    lines.append(f"  converged {res['n_converged']} of {len(res['seeds'])}; "
+                 f"took {res['wall_time']:.1f} s (--json for every order parameter)")
+    return "\n".join(lines)
+
+
 def run(args) -> int:
     from ..simulation.memory import check_size
-    params_from(args)                                  # bad input: one line, before any output
+    params = params_from(args, general=True)           # bad input: one line, before any output
     d, alpha = check_size(args.d, args.alpha, args.n_test, n_test_name="n-test")
     print(f"symattn: simulate d = {d}, alpha = {alpha:g}, start = {args.start}, "
           f"{args.seeds} seed(s)", file=sys.stderr, flush=True)
     from ..api import simulate
     res = simulate(d=d, alpha=alpha, start=args.start, seeds=args.seeds, n_test=args.n_test,
-                   omega=args.omega, sigma=args.sigma, lam=args.lam, A=args.A,
-                   progress=_simulate_progress)
+                   omega=args.omega, sigma=args.sigma, lam=args.lam, A=params.A, Pi=params.Pi,
+                   r=params.r, r_t=params.r_t, progress=_simulate_progress)
+    if not params.is_paper_shape:       # the general model's summary (a JSON-ready dict)
+        print(json.dumps(res, indent=2) if args.json else _general_text(res))
+        if res["failures"]:
+            print(f"symattn: {'; '.join(res['failures'])}", file=sys.stderr)
+            return EXIT_NOT_FOUND
+        return 0
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))
     else:

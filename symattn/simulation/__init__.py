@@ -17,6 +17,9 @@ _WHERE = {
     **{name: "train" for name in (
         "STARTS", "Minimum", "SimulationResult", "warm_start", "minimise", "linear_baseline",
         "generalisation_errors", "train_starts", "run", "run_paired", "simulate")},
+    **{name: "general" for name in (
+        "GeneralDataset", "make_general_dataset", "run_general", "run_general_paired",
+        "simulate_general")},
 }
 
 __all__ = list(_WHERE)
