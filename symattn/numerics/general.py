@@ -201,7 +201,10 @@ class GeneralChannel:
 
     # -- prox -------------------------------------------------------------------------
     def prox(self, x: OrderParameters, warm=None, only_warm: bool = False):
-        """``(w, hs, h, G, converged, G2)``: the global prox at every node (module doc, step 2)."""
+        """``(w, hs, T, h, G, converged, G2)`` at every node (module doc, step 2): the means ``w``
+        and the teacher's ``hs`` and targets ``T``, the global prox ``h`` (``(n, L, r)``, original
+        frame), its value ``G``, whether Newton converged there, and the runner-up value ``G2``
+        (``inf`` if no other minimum was found)."""
         w, hs = self.node_map(x)
         T = self.targets(hs)
         n, L, r = w.shape

@@ -111,9 +111,13 @@ def _key(x: OrderParameters) -> np.ndarray:
 
 
 def find_fixed_points(channel: GeneralChannel, alpha: float, starts=None, *,
-                      tol: float = 1e-10, merge_tol: float = 2e-3, progress=None) -> list:
+                      tol: float = 1e-10, merge_tol: float = 2e-3, max_iter: int = 25,
+                      progress=None) -> list:
     """Every distinct converged fixed point reached from ``starts`` (default
     :func:`search_starts`), lowest ``eps_t`` first (module doc).
+
+    ``max_iter`` Newton steps per start (a start that has not converged by then is reported as
+    failed: the converged solves of docs/numerics.md took 4 to 13 steps).
 
     Returns ``(found, failed)``: the :class:`FoundFixedPoint` list, and ``(label, message)`` for
     each start that left the domain or did not converge (reported, never merged in).
@@ -124,7 +128,7 @@ def find_fixed_points(channel: GeneralChannel, alpha: float, starts=None, *,
     failed = []
     for label, x0, pin in starts:
         try:
-            fp = solve_general(channel, alpha, x0, tol=tol, pin=pin)
+            fp = solve_general(channel, alpha, x0, tol=tol, pin=pin, max_iter=max_iter)
         except InvalidGeneralOrderParameters as exc:
             failed.append((label, str(exc)))
             continue
