@@ -139,6 +139,22 @@ class SentenceBlock:
         return self.Z.shape[0]
 
 
+def float64_chunks(Z: np.ndarray, k: int):
+    """``(slice, Z[slice] as float64)`` for consecutive chunks of ``k`` sentences: views of
+    float64 data; float32 data converted into ONE reused buffer (no allocation, hence no page
+    faults, per chunk), valid only until the next chunk is requested."""
+    n = Z.shape[0]
+    buf = None if Z.dtype == np.float64 else np.empty((min(k, n), *Z.shape[1:]))
+    for i in range(0, n, k):
+        sl = slice(i, min(i + k, n))
+        if buf is None:
+            yield sl, Z[sl]
+        else:
+            out = buf[: sl.stop - sl.start]
+            np.copyto(out, Z[sl])
+            yield sl, out
+
+
 def _streams(seed: int):
     """The three independent seed sequences: (training data, test sentences, random start)."""
     return np.random.SeedSequence(seed).spawn(3)
@@ -199,14 +215,7 @@ class Dataset:
         (no allocation, hence no page faults, per chunk), so a block's ``Z`` is valid only until
         the next block is requested.
         """
-        k = chunk_size or default_chunk_size(self.d)
-        buf = None if self.Z.dtype == np.float64 else np.empty((min(k, self.n), 2, self.d))
-        for i in range(0, self.n, k):
-            sl = slice(i, min(i + k, self.n))
-            Z = self.Z[sl]
-            if buf is not None:
-                Z = buf[: sl.stop - sl.start]
-                np.copyto(Z, self.Z[sl])
+        for sl, Z in float64_chunks(self.Z, chunk_size or default_chunk_size(self.d)):
             yield SentenceBlock(Z, self.T[sl], self.gram[sl], self.c[sl])
 
     def init_rng(self) -> np.random.Generator:

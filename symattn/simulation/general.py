@@ -156,7 +156,7 @@ from ..model import ModelParams
 from ..model.checks import ParameterError, check_choice, check_int
 from ..stats import mean_se
 from ._blas import limit_blas_threads
-from .data import AUTO_FLOAT32_BYTES, _streams, check_instance, n_sentences
+from .data import AUTO_FLOAT32_BYTES, _streams, check_instance, float64_chunks, n_sentences
 from .instances import _json_safe, data_seed
 from .memory import MAX_TEST_WORK, _available_memory
 
@@ -421,14 +421,7 @@ class GeneralDataset:
     def blocks(self, chunk_size: int | None = None) -> Iterator[GeneralBlock]:
         """The training set in chunks, float64 (float32 data through ONE reused buffer, valid until
         the next block, as :meth:`.data.Dataset.blocks`)."""
-        k = chunk_size or default_chunk_size(self.L, self.d)
-        buf = None if self.Z.dtype == np.float64 else np.empty((min(k, self.n), self.L, self.d))
-        for i in range(0, self.n, k):
-            sl = slice(i, min(i + k, self.n))
-            Z = self.Z[sl]
-            if buf is not None:
-                Z = buf[: sl.stop - sl.start]
-                np.copyto(Z, self.Z[sl])
+        for sl, Z in float64_chunks(self.Z, chunk_size or default_chunk_size(self.L, self.d)):
             yield GeneralBlock(Z, self.T[sl], self.gram[sl], self.C[sl])
 
     def init_rng(self) -> np.random.Generator:
