@@ -9,7 +9,7 @@ import pytest
 
 from symattn.cli import main
 from symattn.model import ModelParams, ParameterError
-from symattn.model.positions import POSITION_FAMILIES, position_gram
+from symattn.model.positions import position_gram
 
 A3 = ((0.6, 0.2, 0.2), (0.2, 0.6, 0.2), (0.2, 0.2, 0.6))
 

@@ -114,3 +114,19 @@ def test_search_finds_the_papers_branches_and_their_order():
     assert all(f.fixed_point.converged for f in found)
     eps = [f.eps_t for f in found]
     assert eps == sorted(eps)
+
+
+def test_eps_lin_by_rqmc_is_the_gauss_hermite_value():
+    """The general eps_lin (RQMC over the teacher's nodes) at the paper's shape against the
+    paper's Gauss-Hermite value (symattn.numerics.observables, an independent quadrature):
+    within 5 standard errors of 8 scrambles of 2^12 points (plus GH's own error estimate)."""
+    from symattn.numerics.general import general_eps_lin
+    from symattn.numerics.observables import linear_baseline_error
+    p = ModelParams()
+    vals = np.array([general_eps_lin(p, nodes_for(p, 12, s)) for s in range(8)])
+    ref, ref_err = linear_baseline_error(p)
+    se = vals.std(ddof=1) / np.sqrt(len(vals))
+    # the window is narrow: se is 2.9e-4 of the value (measured), so 5 se is 0.15 % and a wrong
+    # factor, variance or teacher target would be caught; refuse a window wider than 0.5 %
+    assert 5 * se < 5e-3 * ref
+    assert abs(vals.mean() - ref) <= 5 * se + ref_err

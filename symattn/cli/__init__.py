@@ -18,7 +18,9 @@ Usage::
     symattn plot DIR [--omega W]
     symattn latex [--out FILE.tex] [--standalone]
 
-Model options: ``--omega W --sigma S --lam L --A a11,a12,a21,a22``; numerical options:
+Model options: ``--omega W --sigma S --lam L --A a11,a12,a21,a22`` (``L^2`` entries for ``L``
+tokens), and for the general model ``--L``, ``--positions``, ``--rank``, ``--teacher-rank``
+(only ``simulate`` takes a shape other than the paper's so far); numerical options:
 ``--log2n K`` (2**K Sobol points per rule), ``--rules R`` (independent scrambles),
 ``--tol T`` (fixed-point residual tolerance).  ``simulate`` takes the model options only;
 ``phase-diagram`` all but ``--omega`` (its grid is ``--omegas``).  Every command reports

@@ -160,7 +160,7 @@ class GeneralChannel:
             B = np.linalg.cholesky(_sym(R))
         except np.linalg.LinAlgError:
             raise InvalidGeneralOrderParameters(
-                f"rho - theta q^-1 theta^T is not positive definite (theta too large for q)") from None
+                "rho - theta q^-1 theta^T is not positive definite (theta too large for q)") from None
         if not np.all(np.linalg.eigvalsh(_sym(x.V)) > 0):
             raise InvalidGeneralOrderParameters(f"V is not positive definite: {x.V.tolist()}")
         return K, B
@@ -185,8 +185,7 @@ class GeneralChannel:
         smooth map the Jacobian is taken of)."""
         if only_warm:
             return [warm]
-        L, r, rt = self.params.L, self.params.r, self.params.r_t
-        k = min(r, rt)
+        k = min(self.params.r, self.params.r_t)
         emb = np.zeros_like(w)
         emb[:, :, :k] = hs[:, :, :k]
         out = [w, emb, -emb]

@@ -112,7 +112,7 @@ def _key(x: OrderParameters) -> np.ndarray:
 
 def find_fixed_points(channel: GeneralChannel, alpha: float, starts=None, *,
                       tol: float = 1e-10, merge_tol: float = 2e-3, max_iter: int = 25,
-                      progress=None) -> list:
+                      progress=None) -> tuple:
     """Every distinct converged fixed point reached from ``starts`` (default
     :func:`search_starts`), lowest ``eps_t`` first (module doc).
 

@@ -74,7 +74,7 @@ from .expectation import Expect
 
 __all__ = ["GeneralSymbols", "general_symbols", "general_prior_channel", "GeneralSaddlePoint",
            "derive_general_saddle_point", "check_price_stein", "check_matrix_envelope",
-           "second_moment", "wick_expectation", "sym", "prior_closed_form"]
+           "wick_expectation", "sym", "prior_closed_form"]
 
 
 def sym(X: sp.Matrix) -> sp.Matrix:
@@ -165,24 +165,6 @@ def general_symbols(L: int, r: int, r_t: int) -> GeneralSymbols:
 # --------------------------------------------------------------------------------------
 # Gaussian moments
 # --------------------------------------------------------------------------------------
-def second_moment(expr, covariance: dict, gens) -> sp.Expr:
-    """``E[expr]`` for ``expr`` a polynomial of degree <= 2 in centred random ``gens`` with
-    ``E[x y] = covariance[(x, y)]`` (missing pairs: independent, 0).  Odd monomials vanish."""
-    P = sp.Poly(sp.expand(expr), *gens)
-    out = sp.Integer(0)
-    for monom, coeff in P.terms():
-        deg = sum(monom)
-        if deg == 0:
-            out += coeff
-        elif deg == 2:
-            idx = [i for i, k in enumerate(monom) for _ in range(k)]
-            x, y = gens[idx[0]], gens[idx[1]]
-            out += coeff * covariance.get((x, y), covariance.get((y, x), 0))
-        elif deg > 2:
-            raise ValueError("second_moment: degree > 2")
-    return out
-
-
 def wick_expectation(expr, gens, cov) -> sp.Expr:
     """Exact ``E[expr]`` of a polynomial in centred jointly Gaussian ``gens`` with covariance
     matrix ``cov`` (Isserlis/Wick: the sum over pairings of products of covariances)."""
