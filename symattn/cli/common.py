@@ -229,6 +229,22 @@ def model_A(A, L):
     return A
 
 
+def bracket_arg(text):
+    """``LO:HI`` of ``--bracket`` (the general model's alpha_c search), ``0 < LO < HI <= 64``."""
+    from argparse import ArgumentTypeError
+    try:
+        lo, hi = (float(v) for v in text.split(":"))
+    except ValueError:
+        raise ArgumentTypeError(f"expected LO:HI, e.g. 0.1:2, got {text!r}") from None
+    if not 0 < lo < hi <= 64:
+        raise ArgumentTypeError(f"need 0 < LO < HI <= 64, got {text!r}")
+    return lo, hi
+
+
+#: the general model's default bracket of alpha_c (``--bracket``)
+GENERAL_BRACKET = (0.1, 2.0)
+
+
 def params_from(args, general: bool = False) -> ModelParams:
     """The model of the command line; ``general=False`` (a command whose solvers are the
     paper's) refuses any other shape at once, naming the command."""

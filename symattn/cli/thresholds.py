@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import (DEFAULT_OUT, EXIT_NOT_FOUND, UsageError, add_model_options, fmt,
-                     int_arg, params_from, second_orders_arg)
+from .common import (DEFAULT_OUT, EXIT_NOT_FOUND, GENERAL_BRACKET, UsageError,
+                     add_model_options, bracket_arg, fmt, int_arg, params_from,
+                     second_orders_arg)
 from ..model.params import ParameterError
 from ..runs.executors import default_workers
 from ..runs.files import write_json
@@ -34,6 +35,11 @@ def add_parser(sub):
                       rules_default="8 with --precision fast, else one scramble locates "
                                     "the thresholds")
     t.add_argument("--out", type=Path, default=None, help="also write the full JSON here")
+    t.add_argument("--bracket", type=bracket_arg, default=None, metavar="LO:HI",
+                   help="general model only (--L, --positions, --rank, --teacher-rank): "
+                        "alpha_c is searched for in [LO, HI], where the global minimum's "
+                        "character differs at the two ends (default 0.1:2); the mean over "
+                        "--rules scrambles (default 4) of 2^log2n points (default 12)")
     h = t.add_argument_group("precision (docs: numerics, 'The main job' and 'High precision')")
     h.add_argument("--precision", choices=("fast", "standard", "high"), default="standard",
                    help="standard (default, the main job): locate the thresholds on one "
@@ -88,7 +94,12 @@ def _settings(args, fast: bool):
 
 
 def run(args, main_job=False) -> int:
-    params = params_from(args)
+    params = params_from(args, general=not main_job)
+    if not params.is_paper_shape:
+        return _run_general(args, params)
+    if args.bracket is not None:
+        raise ParameterError("bracket", "applies to the general model only (the paper's "
+                                        "thresholds are located from alpha = 1 on)")
     _check_options(args)
     fast = args.precision == "fast"
     settings, first_only = _settings(args, fast)
@@ -277,3 +288,54 @@ def _print_fixed_points(res) -> None:
             mean, se = mean_se(np.asarray(vals, float))
             cells.append(f"{mean:>13.7g} +- {se:7.1e}")
         print(f"  {k:10s} " + " ".join(cells))
+
+
+def _run_general(args, params) -> int:
+    """The general model's thresholds (:mod:`symattn.numerics.general_thresholds`): the mean
+    over scrambles; the refined routes are the paper's shape's."""
+    if args.precision == "high" or args.high_log2n or args.high_rules or args.second_orders \
+            or args.second_alpha_l:
+        raise ParameterError("precision", "the general model has the mean over scrambles only "
+                                          "(--rules, --log2n); the refined routes are the "
+                                          "paper's shape's")
+    from ..numerics.general_thresholds import ThresholdNotFound, compute_general_thresholds
+    out = None if args.out is None else check_output_file(args.out)
+    lo, hi = args.bracket or GENERAL_BRACKET
+    log2n = 12 if args.log2n is None else args.log2n
+    rules = 4 if args.rules is None else args.rules
+    print(f"symattn: thresholds of the general model (L = {params.L}, r = {params.r}, "
+          f"r_t = {params.r_t}, positions {params.positions}, omega = {params.omega:g}): "
+          f"{rules} scrambles of 2^{log2n} points, alpha_c in [{lo:g}, {hi:g}]",
+          file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    try:
+        th = compute_general_thresholds(
+            params, log2n=log2n, rules=rules, bracket=(lo, hi), tol=args.tol,
+            progress=lambda k, text: print(f"  scramble {k + 1}/{rules}: {text} "
+                                           f"({time.perf_counter() - t0:.0f} s)",
+                                           file=sys.stderr, flush=True))
+    except ThresholdNotFound as exc:
+        if args.json:
+            print(json.dumps({"error": str(exc), "params": params.as_dict()}))
+        print(f"symattn: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    data = th.to_dict()
+    if out is not None:
+        write_json(out, data)
+    if args.json:
+        print(json.dumps(data, indent=2, default=float))
+        return 0
+    print(f"global minimum: {th.below} below alpha_c, {th.above} above ({th.transition} "
+          "transition)")
+    print(f"alpha_c = {fmt(th.alpha_c, th.alpha_c_err)}")
+    print(f"alpha_l = {fmt(th.alpha_l, th.alpha_l_err)}" if not th.alpha_l_note
+          else f"alpha_l {th.alpha_l_note}")
+    print(f"eps_lin = {fmt(th.eps_lin, th.eps_lin_err)}")
+    print("error bars: one standard error over the scrambles plus the root-finding bound")
+    if not data["verified"]:
+        print("WARNING: a search at alpha_c found a fixed point below both branches on some "
+              "scramble (see per_rule.lower_points in the JSON)")
+    print(f"\nresults written to {out}" if out is not None else
+          "\n(--out FILE saves the full JSON: every scramble's thresholds and fixed points)")
+    print(f"took {time.perf_counter() - t0:.1f} s")
+    return 0

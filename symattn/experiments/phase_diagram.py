@@ -384,11 +384,17 @@ def load_points(out_dir) -> list:
 
 
 def write_csv(out_dir) -> Path:
+    """``phase_diagram.csv`` from the point files: :data:`CSV_COLUMNS`, or for a general
+    model's points (they say which ``transition``)
+    :data:`~symattn.experiments.general_phase_diagram.GENERAL_CSV_COLUMNS`."""
+    from .general_phase_diagram import GENERAL_CSV_COLUMNS
+    pts = load_points(out_dir)
+    cols = GENERAL_CSV_COLUMNS if any("transition" in r for r in pts) else CSV_COLUMNS
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+    w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
     w.writeheader()
-    for r in load_points(out_dir):
-        w.writerow({k: r.get(k) for k in CSV_COLUMNS})
+    for r in pts:
+        w.writerow({k: r.get(k) for k in cols})
     return atomic_write_text(Path(out_dir) / "phase_diagram.csv", buf.getvalue())
 
 

@@ -309,17 +309,22 @@ class GeneralFixedPoint:
     rule: str
     message: str = ""
     history: list = field(default_factory=list, repr=False)
+    #: :math:`\mathbb E\mathcal M`, the mean Moreau value: :math:`\mathrm d\varepsilon_t/\mathrm d\alpha`
+    #: along a branch (envelope theorem on :math:`\Phi`, as for the paper's branches)
+    E_M: float = float("nan")
 
     def as_dict(self) -> dict:
         return {"alpha": self.alpha, "converged": self.converged, "residual": self.residual,
                 "iterations": self.iterations, "eps_t": self.eps_t, "phi": self.phi,
+                "E_M": self.E_M,
                 "n_failed": self.n_failed, "wall_time": self.wall_time, "rule": self.rule,
                 "message": self.message, **self.x.as_dict()}
 
 
-#: the order parameters a branch may be pinned at zero (exact invariants: ``theta = 0`` for any
-#: shape, since ``T(h*)`` is even in ``h*``; ``M = 0`` when ``A`` and ``Pi`` are invariant under a
-#: relabelling of the tokens that the paper's swap generalises)
+#: the order parameters a branch may be pinned at zero, exact invariants for every shape (in
+#: expectation; :meth:`GeneralChannel.evaluate`): ``theta = 0``, since ``T(h*)`` is even in
+#: ``h*``; ``M = 0``, since the loss depends on ``h h^T`` only, so at ``M = 0`` the prox is odd
+#: under ``(xi, eta) -> -(xi, eta)``
 PINNABLE = ("M", "theta")
 
 
@@ -484,7 +489,7 @@ def solve_general(channel: GeneralChannel, alpha: float, x0: OrderParameters, *,
     return GeneralFixedPoint(x=xo, alpha=alpha, converged=converged, residual=res,
                              iterations=it, eps_t=eps_t, phi=phi, n_failed=st.n_failed,
                              wall_time=time.perf_counter() - t0, rule=channel.nodes.label,
-                             message=message, history=history)
+                             message=message, history=history, E_M=float(st.means["EM"]))
 
 
 def general_eps_g(params: ModelParams, x: OrderParameters, nodes: NodeSet) -> float:

@@ -163,3 +163,41 @@ def plot_phase_diagram(out_dir) -> list:
     paths = _save(fig, out_dir, "fig_d_phase_diagram")
     plt.close(fig)
     return paths
+
+
+def plot_general_phase_diagram(out_dir) -> list:
+    """A general model's phase diagram (:mod:`symattn.experiments.general_phase_diagram`):
+    ``alpha_c`` and ``alpha_l`` over ``omega``, the regions labelled by the global minimum's
+    character on each side."""
+    plt = _plt()
+    out_dir = Path(out_dir)
+    pts = [p for p in load_points(out_dir) if p.get("status") == "ok"]
+    if not pts:
+        raise FileNotFoundError(f"no finished omega points in {out_dir}")
+    w = _arrays(pts, "omega")
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    kinds = sorted({p.get("transition", "?") for p in pts})
+    for key, lab, col in (("alpha_c", r"$\alpha_c$ (" + ", ".join(kinds) + ")", "k"),
+                          ("alpha_l", r"$\alpha_l$ ($\varepsilon_g = \varepsilon_{\rm lin}$)",
+                           "C2")):
+        ax.errorbar(_arrays(pts, key), w, xerr=np.nan_to_num(_arrays(pts, key + "_err")),
+                    color=col, marker="o", ms=3, capsize=2, label=lab)
+    ac = _arrays(pts, "alpha_c")
+    xmax = np.nanmax(np.concatenate([ac, _arrays(pts, "alpha_l")])) * 1.3
+    ax.fill_betweenx(w, 0, ac, color="C0", alpha=0.08)
+    ax.fill_betweenx(w, ac, xmax, color="C3", alpha=0.08)
+    mid = len(w) // 2
+    below = "/".join(sorted({p["below"] for p in pts}))
+    above = "/".join(sorted({p["above"] for p in pts}))
+    ax.text(0.5 * ac[mid], w[mid], f"{below}\nglobal\nminimum", ha="center", va="center",
+            fontsize=8, color="C0")
+    ax.text(ac[mid] + 0.6 * (xmax - ac[mid]), w[mid], f"{above}\nglobal minimum", ha="center",
+            va="center", fontsize=9, color="C3")
+    ax.set_xlim(0, xmax)
+    ax.set_xlabel(r"sample complexity $\alpha = n/d$")
+    ax.set_ylabel(r"positional mixing $\omega$ of the teacher")
+    ax.set_title("phase diagram (general model)")
+    ax.legend(fontsize=7, loc="lower right")
+    paths = _save(fig, out_dir, "fig_phase_diagram_general")
+    plt.close(fig)
+    return paths
