@@ -32,15 +32,32 @@ A3 = ((0.6, 0.2, 0.2), (0.2, 0.6, 0.2), (0.2, 0.2, 0.6))
 #: case: (parameters, bracket).  The brackets are from the searches of
 #: ``general_validation_theory.py`` (data/general_validation): the rank-2 student's global
 #: minimum is positional at small alpha and mixed from alpha = 1 on; L = 3's is positional at
-#: alpha = 0.1 and semantic from 0.5 on.
+#: small alpha and semantic from 0.5 on.  At alpha = 0.1 L = 3's positional point has
+#: |M| = 0.006, near the search's threshold for "present" (5e-3): on 2^14 points it is
+#: labelled trivial, and the trivial branch (pinned at M = 0) is not the global one, so the
+#: bracket starts at 0.2.
 CASES = {
-    "rank2": (ModelParams(omega=0.3, r=2), (0.3, 1.0)),
-    "L3": (ModelParams(A=A3, Pi="simplex", omega=0.3), (0.1, 0.5)),
+    "rank2": (ModelParams(omega=0.3, r=2), (0.5, 1.0)),
+    "L3": (ModelParams(A=A3, Pi="simplex", omega=0.3), (0.2, 0.5)),
 }
 
 
 def _x(d) -> OrderParameters:
     return OrderParameters(*(np.array(d[k], float) for k in ("q", "M", "theta", "V")))
+
+
+def _validated_branches(case, bracket):
+    """The global minima at the bracket's ends as the validation sweep found them (its first
+    scramble of 2^12 points, ``data/general_validation/theory_<case>.json``): characters and
+    start points, so that a run on larger rules skips its own searches there (on 2^14 points
+    a search at one alpha takes 20 minutes or more for the rank-2 student)."""
+    d = json.loads((OUT.parent / "general_validation" / f"theory_{case}.json").read_text())
+    sweep = d["omega0.3"]["alphas"]
+    out = {}
+    for side, a in zip(("below", "above"), bracket):
+        g = next(f for f in sweep[f"{a:g}"]["rules"][0]["fixed_points"] if f["global_minimum"])
+        out[side] = (g["character"], _x(g), a)
+    return out
 
 
 def main(argv=None):
@@ -49,6 +66,12 @@ def main(argv=None):
     ap.add_argument("--rules", type=int, default=4)
     ap.add_argument("--log2n", type=int, default=14)
     ap.add_argument("--root-tol", type=float, default=1e-6)
+    ap.add_argument("--validated-ends", action="store_true",
+                    help="take the branches at the bracket's ends from the validation sweep "
+                         "(2^12 points) instead of searching there")
+    ap.add_argument("--verify-rules", type=int, default=None,
+                    help="search for lower fixed points at alpha_c on the first K scrambles "
+                         "only (default: all; the search is most of a later scramble's time)")
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     for case in args.cases.split(","):
@@ -61,14 +84,21 @@ def main(argv=None):
                 continue
             t0 = time.perf_counter()
             kw = {}
-            if data["per_rule"]:      # start from the first scramble's branches at its alpha_c
+            if args.validated_ends:
+                kw = {"branches": _validated_branches(case, bracket)}
+                data["ends"] = "validation sweep (2^12, first scramble)"
+            if data["per_rule"]:      # start from the first scramble's branches near alpha_c
                 first = data["per_rule"][0]
+                pts = first.get("branch_points") or {      # (older files: at alpha_c)
+                    side: {**first["at_alpha_c"][side], "alpha": first["alpha_c"]}
+                    for side in ("below", "above")}
                 kw = {"alpha0": first["alpha_c"], "branches": {
-                    side: (first[side], _x(first["at_alpha_c"][side]), first["alpha_c"])
+                    side: (first[side], _x(pts[side]), pts[side]["alpha"])
                     for side in ("below", "above")}}
             r = general_thresholds_on_nodes(
                 params, nodes_for(params, args.log2n, seed), bracket=bracket, seed=seed,
                 root_tol=args.root_tol,
+                verify=args.verify_rules is None or seed < args.verify_rules,
                 progress=lambda text: print(f"  {case} seed {seed}: {text} "
                                             f"({time.perf_counter() - t0:.0f} s)", flush=True),
                 **kw)

@@ -137,10 +137,7 @@ def run(args, main_job=False) -> int:
         return _refined(args, params, th, t0, out)
     wall = time.perf_counter() - t0
     data = th.to_dict()
-    if out is not None:
-        write_json(out, data)
-    if args.json:
-        print(json.dumps(data, indent=2, default=float))
+    if _saved_or_json(args, out, data):
         return 0
     keys = ("q", "m", "theta", "V", "q_hat", "m_hat", "theta_hat", "V_hat", "eps_t", "eps_g")
     if th.alpha_c_note:
@@ -168,6 +165,16 @@ def run(args, main_job=False) -> int:
           "\n(--out FILE saves the full JSON: every scramble's thresholds and fixed points)")
     print(f"took {wall:.1f} s")
     return 0
+
+
+def _saved_or_json(args, out, data) -> bool:
+    """Write ``data`` to ``out`` (if given); with ``--json`` print it and return True (the
+    text report is then skipped)."""
+    if out is not None:
+        write_json(out, data)
+    if args.json:
+        print(json.dumps(data, indent=2, default=float))
+    return args.json
 
 
 def _high_progress():
@@ -320,10 +327,7 @@ def _run_general(args, params) -> int:
         print(f"symattn: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND
     data = th.to_dict()
-    if out is not None:
-        write_json(out, data)
-    if args.json:
-        print(json.dumps(data, indent=2, default=float))
+    if _saved_or_json(args, out, data):
         return 0
     print(f"global minimum: {th.below} below alpha_c, {th.above} above ({th.transition} "
           "transition)")

@@ -4,7 +4,9 @@ r"""All fixed points of the general model at one ``alpha``, not just the pinned 
 :func:`find_fixed_points` solves the saddle-point map (:func:`~symattn.numerics.general.solve_general`)
 from a set of starts covering the order-parameter space (:func:`search_starts`): semantic
 (``theta`` along the first axis, ``M = 0``), positional (``M`` along each leading eigenvector of
-``Pi``, ``theta = 0``, also pinned at ``theta = 0``, an exact invariant), mixed (both; for
+``Pi``, ``theta = 0``, also pinned at ``theta = 0``, an exact invariant; and pinned along each
+token's encoding and each difference of two where those are new directions, as in a
+degenerate eigenspace of ``Pi``), mixed (both; for
 ``r > 1`` ``theta`` and ``M`` in different columns of the rank space), and ``random`` ones.
 Converged solutions are merged when their gauge-fixed order parameters agree to ``merge_tol``
 (default ``2e-3``: a rule of ``2^12`` points breaks the sign symmetry ``Q -> -Q`` enough to move
@@ -74,8 +76,17 @@ def search_starts(params: ModelParams, n_random: int = 4, seed: int = 0,
     th = np.zeros((rt, r))
     th[0, 0] = 0.1
     out.append(("semantic", OrderParameters(0.1 * I, np.zeros((L, r)), th, V0 * I), ()))
-    w, U = np.linalg.eigh(params.Pi_array)
+    Pi = params.Pi_array
+    w, U = np.linalg.eigh(Pi)
     lead = [U[:, k] for k in np.argsort(w)[::-1] if w[k] > 1e-9]
+    for k, u in enumerate(_token_directions(Pi, lead[:max(1, r)])[len(lead[:max(1, r)]):]):
+        # where Pi's leading eigenspace is degenerate (L = 3 simplex: two-dimensional) the
+        # positional points along different directions of it differ in eps_t: one pinned
+        # start along each token's encoding and each difference of two
+        M = np.zeros((L, r))
+        M[:, 0] = 0.25 * u
+        out.append((f"positional-token-{k}-pinned",
+                    OrderParameters(0.05 * I, M, np.zeros((rt, r)), V0 * I), ("theta",)))
     for k, u in enumerate(lead[:max(1, r)]):
         M = np.zeros((L, r))
         M[:, 0] = 0.25 * u
@@ -95,6 +106,24 @@ def search_starts(params: ModelParams, n_random: int = 4, seed: int = 0,
         if c > 0.5 * params.rho:          # keep rho - theta q^-1 theta^T positive definite
             tht *= np.sqrt(0.5 * params.rho / c)
         out.append((f"random-{k}", OrderParameters(q, M, tht, V0 * I), ()))
+    return out
+
+
+def _token_directions(Pi, first) -> list:
+    """``first`` followed by the unit directions ``Pi e_l`` and ``Pi (e_l - e_m)`` (the
+    positional parts of one token's encoding and of a difference of two) that are new up to
+    sign."""
+    L = Pi.shape[0]
+    cands = [Pi[:, l] for l in range(L)] + [Pi[:, l] - Pi[:, m] for l in range(L)
+                                             for m in range(l + 1, L)]
+    out = list(first)
+    for c in cands:
+        n = np.linalg.norm(c)
+        if n < 1e-9:
+            continue
+        c = c / n
+        if all(abs(abs(float(c @ u)) - 1.0) > 1e-6 for u in out):
+            out.append(c)
     return out
 
 

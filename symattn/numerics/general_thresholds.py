@@ -9,8 +9,9 @@ On one scrambled rule (:func:`general_thresholds_on_nodes`):
    characters may also be given, with start points, to skip the searches.
 2. **Following them.**  Each branch is solved by :func:`~symattn.numerics.general.solve_general`
    warm-started from its nearest solved ``alpha`` (:class:`GeneralBranch`; if that fails, in
-   four sub-steps), *pinned* where the character makes a symmetry exact (positional:
-   ``theta = 0``; semantic: ``M = 0``; both invariant subspaces for every shape,
+   four sub-steps, then from the search's cold starts of its character), *pinned* where the
+   character makes a symmetry exact (positional: ``theta = 0``; semantic: ``M = 0``; both
+   invariant subspaces for every shape,
    :data:`~symattn.numerics.general.PINNABLE`), unpinned for a mixed branch.  A solve counts
    only if it converged and kept its character; otherwise the branch is *missing* there.
 3. **alpha_c**, first-order transitions: root of :math:`\Delta(\alpha) = \varepsilon_t^{\rm below} -
@@ -34,12 +35,16 @@ On one scrambled rule (:func:`general_thresholds_on_nodes`):
    is super- or subcritical (the mixed branch lower or higher just above it) is not decided
    here; other continuous transitions (off a semantic branch, in ``M``) are treated as
    first-order.
-4. **Is it global?**  With ``verify`` (default), :func:`find_fixed_points` at ``alpha_c``: a
-   fixed point found there with ``eps_t`` below both branches' (by more than
-   ``verify_margin``) is reported in ``lower_points``; the rule's ``verified`` is False if
-   one of them has another character than the two branches (a lower point of the same
-   character, e.g. the unpinned twin of a pinned branch, which the rule's error moves by
-   ``1e-8``, does not change where the character changes).
+4. **Is it global?**  With ``verify`` (default), :func:`find_fixed_points` at ``alpha_c``.
+   A point found there of a branch's own character that, solved as that branch (pinned), lies
+   lower than it by more than ``verify_margin`` means the branch followed was not the lowest
+   of its kind (``L = 3``: the simplex encodings' positional points in different directions
+   of ``Pi``'s two-dimensional eigenspace have different ``eps_t``): that branch is replaced
+   and ``alpha_c`` located again (at most twice; ``switches``).  An unpinned twin of a pinned
+   branch, which the rule's error moves by about ``1e-8``, solves back to the branch and
+   changes nothing.  Points found lower than both branches are reported in
+   ``lower_points``; ``verified`` is False if one of them has another character than the
+   two branches.
 5. **alpha_l**: where the global minimum's :math:`\varepsilon_g` crosses
    :math:`\varepsilon_{\rm lin}`, by Brent's method on the branch that is global there (as
    the paper's route).  ``eps_g`` and ``eps_lin`` are the RQMC values on the same rule
@@ -69,7 +74,7 @@ from ..results import format_estimate
 from ..stats import mean_se
 from .general import (GeneralChannel, GeneralFixedPoint, InvalidGeneralOrderParameters,
                       OrderParameters, general_eps_g, general_eps_lin, nodes_for, solve_general)
-from .general_search import character, find_fixed_points
+from .general_search import character, find_fixed_points, search_starts
 from .thresholds import ThresholdNotFound
 
 __all__ = ["GeneralBranch", "GeneralRuleThresholds", "GeneralThresholds",
@@ -78,6 +83,8 @@ __all__ = ["GeneralBranch", "GeneralRuleThresholds", "GeneralThresholds",
            "ThresholdNotFound"]
 
 _MAX_ROOT_STEPS = 60
+#: at most this many times a branch is replaced by a lower one of its kind (module doc, step 4)
+_MAX_SWITCHES = 2
 #: how far up the alpha_l search may follow the upper branch (as the paper's route)
 _ALPHA_SCAN_MAX = 8.0
 
@@ -121,6 +128,9 @@ class GeneralBranch:
         return fp
 
     def at(self, alpha: float) -> GeneralFixedPoint | None:
+        """Warm-started from the nearest solved ``alpha``; failing that, in ``substeps``
+        steps from there; failing that, from the search's cold starts of this character
+        (:func:`~symattn.numerics.general_search.search_starts`, pinned as the branch is)."""
         a0 = min(self.solved, key=lambda a: abs(a - alpha))
         fp = self._solve(alpha, self.solved[a0])
         if fp is None and self.substeps > 1 and a0 != alpha:
@@ -129,6 +139,15 @@ class GeneralBranch:
                                                           key=lambda b: abs(b - a))])
                 if fp is None:
                     break
+        if fp is None:
+            why = self.last_failure
+            for label, x0, _ in search_starts(self.channel.params):
+                if label.startswith(self.kind):
+                    fp = self._solve(alpha, x0)
+                    if fp is not None:
+                        break
+            if fp is None:
+                self.last_failure = why + "; and from the cold starts"
         return fp
 
 
@@ -206,6 +225,21 @@ class GeneralRuleThresholds:
     lower_points: list
     searches: dict
     wall_time: float
+    #: how often a lower point of a branch's own character found at ``alpha_c`` replaced the
+    #: branch (module doc, step 4)
+    switches: int = 0
+    #: each branch's solved point nearest ``alpha_c`` (``{"alpha": a, "q": ..., ...}``): where
+    #: other scrambles start (for a branch born at ``alpha_c``, a point above it)
+    branch_points: dict = field(default_factory=dict)
+
+    def starts(self) -> dict:
+        """``branches`` for :func:`general_thresholds_on_nodes` on another scramble."""
+        out = {}
+        for side, kind in (("below", self.below), ("above", self.above)):
+            d = self.branch_points[side]
+            x = OrderParameters(*(np.array(d[k], float) for k in ("q", "M", "theta", "V")))
+            out[side] = (kind, x, d["alpha"])
+        return out
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -390,7 +424,7 @@ def _alpha_l(branches, alpha_c, fps, eps_g, eps_lin, alpha_hi, root_tol):
 def general_thresholds_on_nodes(params: ModelParams, nodes, *, bracket=(0.5, 2.0), seed: int = -1,
                                 tol: float = 1e-10, root_tol: float = 1e-6,
                                 branches: dict | None = None, alpha0: float | None = None,
-                                verify: bool = True, verify_margin: float = 0.0,
+                                verify: bool = True, verify_margin: float = 1e-9,
                                 progress=None) -> GeneralRuleThresholds:
     """``alpha_c`` and ``alpha_l`` on one rule (module doc).
 
@@ -424,13 +458,16 @@ def general_thresholds_on_nodes(params: ModelParams, nodes, *, bracket=(0.5, 2.0
     say(f"alpha_c: {kinds[0]} -> {kinds[1]} in [{lo:g}, {hi:g}]"
         + (" (continuous: where the positional branch turns unstable in theta)"
            if continuous else ""))
-    if continuous:
-        ac, ac_err, fb, steps = _birth(below, lo, hi, root_tol)
-        fa = fb          # the mixed branch is born there: the same point
-    else:
-        ac, ac_err, fb, fa, steps = _alpha_c(below, above, lo, hi, root_tol, alpha0)
-    lower, verified = [], None
-    if verify:
+    switches = 0
+    while True:
+        if continuous:
+            ac, ac_err, fb, steps = _birth(below, lo, hi, root_tol)
+            fa = fb          # the mixed branch is born there: the same point
+        else:
+            ac, ac_err, fb, fa, steps = _alpha_c(below, above, lo, hi, root_tol, alpha0)
+        lower, verified = [], None
+        if not verify:
+            break
         say(f"search at alpha_c = {ac:.6g}")
         found, _ = find_fixed_points(channel, ac, tol=tol)
         floor = min(fb.eps_t, fa.eps_t) - verify_margin
@@ -438,10 +475,17 @@ def general_thresholds_on_nodes(params: ModelParams, nodes, *, bracket=(0.5, 2.0
                   "theta": float(np.abs(f.fixed_point.x.theta).max()),
                   "M": float(np.abs(f.fixed_point.x.M).max())} for f in found
                  if f.eps_t < floor]
-        # a lower point of the branches' own characters is their unpinned twin (the rule
-        # breaks the pins' symmetries by its error) or another point of the same kind: the
-        # character, which is what alpha_c is about, is not in question
         verified = not [f for f in lower if f["character"] not in kinds]
+        # (continuous: the mixed branch is born at alpha_c; a mixed point found lower there is
+        # reported in lower_points, not followed)
+        better = None if switches >= _MAX_SWITCHES else _lower_sheet(
+            channel, found, ac, ((below, fb),) if continuous else ((below, fb), (above, fa)),
+            verify_margin, tol)
+        if better is None:
+            break
+        say(f"a lower {better[1].kind} point at alpha_c: following it instead")
+        below, above = (better[1], above) if better[0] == 0 else (below, better[1])
+        switches += 1
     eps_g, eps_lin = _observables(params, nodes)
     say("alpha_l")
     try:
@@ -455,24 +499,43 @@ def general_thresholds_on_nodes(params: ModelParams, nodes, *, bracket=(0.5, 2.0
         alpha_l_err=al_err, alpha_l_branch=al_branch, eps_lin=eps_lin,
         at_alpha_c={"below": fb, "above": fa}, root_steps=steps,
         solves=below.solves + above.solves, verified=verified, lower_points=lower,
-        searches=searches, wall_time=time.perf_counter() - t0)
+        searches=searches, wall_time=time.perf_counter() - t0, switches=switches,
+        branch_points={side: _nearest_point(br, ac)
+                       for side, br in (("below", below), ("above", above))})
+
+
+def _lower_sheet(channel, found, alpha, branches, margin, tol):
+    """``(index, branch)``: a fixed point of ``found`` with a branch's own character that,
+    solved as that branch (pinned as it is) at ``alpha``, lies lower than the branch by more
+    than ``margin``; ``None`` if there is none (module doc, step 4)."""
+    for k, (br, fp) in enumerate(branches):
+        for f in found:
+            if f.character != br.kind or not f.eps_t < fp.eps_t - margin:
+                continue
+            trial = GeneralBranch(channel, br.kind, alpha, f.fixed_point.x, tol)
+            g = trial.at(alpha)
+            if g is not None and g.eps_t < fp.eps_t - margin:
+                return k, trial
+    return None
+
+
+def _nearest_point(branch: GeneralBranch, alpha: float) -> dict:
+    a = min(branch.solved, key=lambda b: abs(b - alpha))
+    return {"alpha": a, **branch.solved[a].as_dict()}
 
 
 def compute_general_thresholds(params: ModelParams, *, log2n: int = 12, rules: int = 4,
                                seed: int = 0, progress=None, **kw) -> GeneralThresholds:
     """The mean over ``rules`` scrambles of ``2^log2n`` points (``seed``, ``seed + 1``, ...)
     of :func:`general_thresholds_on_nodes` (keywords passed on).  The first scramble searches
-    for the branches; the others start from its branches at the bracket's ends and from its
-    ``alpha_c``.  ``progress(k, text)``: scramble ``k``'s stages."""
+    for the branches; the others start from its branches' points nearest its ``alpha_c``
+    (:meth:`GeneralRuleThresholds.starts`).  ``progress(k, text)``: scramble ``k``'s stages."""
     t0 = time.perf_counter()
     per = []
     for k in range(rules):
         say = (lambda text, k=k: progress(k, text)) if progress else None
         if per and "branches" not in kw:
-            first = per[0]
-            kw_k = {**kw, "alpha0": first.alpha_c, "branches": {
-                side: (kind, first.at_alpha_c[side].x, first.alpha_c)
-                for side, kind in (("below", first.below), ("above", first.above))}}
+            kw_k = {**kw, "alpha0": per[0].alpha_c, "branches": per[0].starts()}
         else:
             kw_k = kw
         per.append(general_thresholds_on_nodes(params, nodes_for(params, log2n, seed + k),

@@ -128,13 +128,7 @@ def plot_branches(out_dir, omega: float = 0.3) -> list:
 
 def plot_phase_diagram(out_dir) -> list:
     """Figure (d): the phase diagram in the ``(alpha, omega)`` plane."""
-    plt = _plt()
-    out_dir = Path(out_dir)
-    pts = [p for p in load_points(out_dir) if p.get("status") == "ok"]
-    if not pts:
-        raise FileNotFoundError(f"no finished omega points in {out_dir}")
-    w = _arrays(pts, "omega")
-    fig, ax = plt.subplots(figsize=(6, 4.5))
+    plt, out_dir, pts, w, fig, ax = _start_diagram(out_dir)
     for key, lab, col, ls in (("alpha_c", r"$\alpha_c$ (equal training loss)", "k", "-"),
                               ("alpha_l", r"$\alpha_l$ ($\varepsilon_g = \varepsilon_{\rm lin}$)",
                                "C2", "-"),
@@ -155,12 +149,29 @@ def plot_phase_diagram(out_dir) -> list:
             fontsize=8, color="C0")
     ax.text(ac[mid] + 0.6 * (xmax - ac[mid]), w[mid], "semantic\nglobal minimum", ha="center",
             va="center", fontsize=9, color="C3")
+    return _finish_diagram(plt, fig, ax, xmax, "phase diagram", out_dir, "fig_d_phase_diagram")
+
+
+def _start_diagram(out_dir):
+    """``(plt, out_dir, points, omegas, fig, ax)`` for a phase diagram of the finished
+    points in ``out_dir``."""
+    plt = _plt()
+    out_dir = Path(out_dir)
+    pts = [p for p in load_points(out_dir) if p.get("status") == "ok"]
+    if not pts:
+        raise FileNotFoundError(f"no finished omega points in {out_dir}")
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    return plt, out_dir, pts, _arrays(pts, "omega"), fig, ax
+
+
+def _finish_diagram(plt, fig, ax, xmax, title, out_dir, name) -> list:
+    """Axes, legend and files of a phase diagram in the ``(alpha, omega)`` plane."""
     ax.set_xlim(0, xmax)
     ax.set_xlabel(r"sample complexity $\alpha = n/d$")
     ax.set_ylabel(r"positional mixing $\omega$ of the teacher")
-    ax.set_title("phase diagram")
+    ax.set_title(title)
     ax.legend(fontsize=7, loc="lower right")
-    paths = _save(fig, out_dir, "fig_d_phase_diagram")
+    paths = _save(fig, out_dir, name)
     plt.close(fig)
     return paths
 
@@ -169,13 +180,7 @@ def plot_general_phase_diagram(out_dir) -> list:
     """A general model's phase diagram (:mod:`symattn.experiments.general_phase_diagram`):
     ``alpha_c`` and ``alpha_l`` over ``omega``, the regions labelled by the global minimum's
     character on each side."""
-    plt = _plt()
-    out_dir = Path(out_dir)
-    pts = [p for p in load_points(out_dir) if p.get("status") == "ok"]
-    if not pts:
-        raise FileNotFoundError(f"no finished omega points in {out_dir}")
-    w = _arrays(pts, "omega")
-    fig, ax = plt.subplots(figsize=(6, 4.5))
+    plt, out_dir, pts, w, fig, ax = _start_diagram(out_dir)
     kinds = sorted({p.get("transition", "?") for p in pts})
     for key, lab, col in (("alpha_c", r"$\alpha_c$ (" + ", ".join(kinds) + ")", "k"),
                           ("alpha_l", r"$\alpha_l$ ($\varepsilon_g = \varepsilon_{\rm lin}$)",
@@ -193,11 +198,5 @@ def plot_general_phase_diagram(out_dir) -> list:
             fontsize=8, color="C0")
     ax.text(ac[mid] + 0.6 * (xmax - ac[mid]), w[mid], f"{above}\nglobal minimum", ha="center",
             va="center", fontsize=9, color="C3")
-    ax.set_xlim(0, xmax)
-    ax.set_xlabel(r"sample complexity $\alpha = n/d$")
-    ax.set_ylabel(r"positional mixing $\omega$ of the teacher")
-    ax.set_title("phase diagram (general model)")
-    ax.legend(fontsize=7, loc="lower right")
-    paths = _save(fig, out_dir, "fig_phase_diagram_general")
-    plt.close(fig)
-    return paths
+    return _finish_diagram(plt, fig, ax, xmax, "phase diagram (general model)", out_dir,
+                           "fig_phase_diagram_general")
