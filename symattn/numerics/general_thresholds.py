@@ -353,7 +353,8 @@ def _alpha_c(below: GeneralBranch, above: GeneralBranch, lo: float, hi: float, r
 def _birth(below: GeneralBranch, lo: float, hi: float, root_tol: float):
     """Module doc, step 3 (continuous case): ``(alpha_b, error, fp_below, steps)``, where the
     ``theta`` eigenvalue of the ``below`` (positional) branch crosses one: scanned up from
-    ``lo`` by factors of 1.25 to ``hi``, then Brent's method in the last interval."""
+    ``lo`` by factors of 1.25 to ``hi`` (halving a step where the branch is missing, three
+    times at most), then Brent's method in the last interval."""
     steps = [0]
 
     def g(alpha):
@@ -371,7 +372,14 @@ def _birth(below: GeneralBranch, lo: float, hi: float, root_tol: float):
                                 "bracket")
     while True:
         b = min(a * 1.25, hi)
-        gb = g(b)
+        for _ in range(3):            # the branch missing at b: try closer to a
+            try:
+                gb = g(b)
+                break
+            except ThresholdNotFound:
+                b = 0.5 * (a + b)
+        else:
+            gb = g(b)                 # raises, naming the branch and why
         if gb >= 0:
             break
         if b >= hi:
