@@ -171,3 +171,9 @@ def test_bracket_is_refused_for_the_papers_model(tmp_path):
     from symattn.cli import main
     assert main(["phase-diagram", "--omegas", "0.3", "--bracket", "0.5:2",
                  "--out", str(tmp_path / "pd")]) == 2
+
+
+def test_general_thresholds_refuse_the_papers_refined_routes():
+    from symattn.cli import main
+    assert main(["thresholds", "--rank", "2", "--precision", "high"]) == 2
+    assert main(["thresholds", "--bracket", "0.5:1"]) == 2        # the paper's model

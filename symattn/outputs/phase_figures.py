@@ -191,12 +191,14 @@ def plot_general_phase_diagram(out_dir) -> list:
     xmax = np.nanmax(np.concatenate([ac, _arrays(pts, "alpha_l")])) * 1.3
     ax.fill_betweenx(w, 0, ac, color="C0", alpha=0.08)
     ax.fill_betweenx(w, ac, xmax, color="C3", alpha=0.08)
-    mid = len(w) // 2
+    ok = np.isfinite(ac)
+    y = 0.5 * (w[ok].min() + w[ok].max())           # the labels: halfway up the omega range
+    a = float(np.interp(y, w[ok], ac[ok]))
     below = "/".join(sorted({p["below"] for p in pts}))
     above = "/".join(sorted({p["above"] for p in pts}))
-    ax.text(0.5 * ac[mid], w[mid], f"{below}\nglobal\nminimum", ha="center", va="center",
-            fontsize=8, color="C0")
-    ax.text(ac[mid] + 0.6 * (xmax - ac[mid]), w[mid], f"{above}\nglobal minimum", ha="center",
-            va="center", fontsize=9, color="C3")
+    ax.text(0.5 * a, y, f"{below}\nglobal\nminimum", ha="center", va="center", fontsize=8,
+            color="C0")
+    ax.text(a + 0.3 * (xmax - a), y, f"{above}\nglobal minimum", ha="center", va="center",
+            fontsize=9, color="C3")
     return _finish_diagram(plt, fig, ax, xmax, "phase diagram (general model)", out_dir,
                            "fig_phase_diagram_general")
