@@ -25,8 +25,8 @@ from pathlib import Path
 from ..model.checks import MAX_GRID_POINTS, ParameterError
 from ..numerics.settings import LOG2N_RANGE, RULES_RANGE
 from ..runs.paths import check_output_dir
-from .common import (EXIT_NOT_FOUND, add_model_group, bracket_arg, float_arg, int_arg,
-                     omegas_arg, params_from)
+from .common import (EXIT_NOT_FOUND, GENERAL_BRACKET, add_model_group, bracket_arg, float_arg,
+                     int_arg, omegas_arg, params_from)
 
 __all__ = ["add_parser", "run", "run_plot"]
 
@@ -139,7 +139,7 @@ def _run_general(args, params, omegas) -> int:
                                                      general_phase_point)
     from ..experiments.phase_diagram import run_phase_diagram
     from ..runs.executors import dask_executor, process_pool, stop_pool
-    lo, hi = args.bracket or (0.1, 2.0)
+    lo, hi = args.bracket or GENERAL_BRACKET
     settings = GeneralPhaseDiagramSettings(log2n=args.log2n, rules=args.rules, alpha_lo=lo,
                                            alpha_hi=hi)
     print(f"symattn: general model (L = {params.L}, r = {params.r}, r_t = {params.r_t}, "

@@ -34,8 +34,8 @@ class GeneralPhaseDiagramSettings:
     rules: int = 2           #: independent scrambles (the error bars)
     tol: float = 1e-10       #: fixed-point tolerance
     root_tol: float = 1e-5   #: root finders' stopping step in alpha
-    alpha_lo: float = 0.1    #: the bracket of alpha_c: the searches' alphas
-    alpha_hi: float = 2.0
+    alpha_lo: float = 0.1    #: the bracket of alpha_c: the searches' alphas (the command
+    alpha_hi: float = 2.0    #: line's default, symattn.cli.common.GENERAL_BRACKET)
     verify: bool = True      #: search for lower fixed points at every alpha_c
     seed: int = 0
 

@@ -79,8 +79,7 @@ from .thresholds import ThresholdNotFound
 
 __all__ = ["GeneralBranch", "GeneralRuleThresholds", "GeneralThresholds",
            "general_thresholds_on_nodes", "compute_general_thresholds", "combine_rules",
-           "pin_for", "theta_stability",
-           "ThresholdNotFound"]
+           "pin_for", "theta_stability", "ThresholdNotFound"]
 
 _MAX_ROOT_STEPS = 60
 #: at most this many times a branch is replaced by a lower one of its kind (module doc, step 4)
@@ -503,8 +502,9 @@ def general_thresholds_on_nodes(params: ModelParams, nodes, *, bracket=(0.5, 2.0
         al, al_err, al_branch = math.nan, math.nan, f"not found: {exc}"
     return GeneralRuleThresholds(
         seed=seed, below=kinds[0], above=kinds[1],
-        transition="continuous" if continuous else "first-order", alpha_c=ac, alpha_c_err=ac_err, alpha_l=al,
-        alpha_l_err=al_err, alpha_l_branch=al_branch, eps_lin=eps_lin,
+        transition="continuous" if continuous else "first-order", alpha_c=ac,
+        alpha_c_err=ac_err, alpha_l=al, alpha_l_err=al_err, alpha_l_branch=al_branch,
+        eps_lin=eps_lin,
         at_alpha_c={"below": fb, "above": fa}, root_steps=steps,
         solves=below.solves + above.solves, verified=verified, lower_points=lower,
         searches=searches, wall_time=time.perf_counter() - t0, switches=switches,
