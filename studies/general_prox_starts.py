@@ -2,14 +2,20 @@
 symattn/numerics/general.py, step 2.)
 
 At order parameters near fixed points of several shapes, the prox from the start set
-(``w``, ``+-h*`` embedded, the paper's loss zeros at its shape) is compared node by node with
-a brute-force search: ``--rounds`` rounds of ``--starts`` random starts per node around ``w``
-(spread ``(0.5 + round) sqrt(max eig V)``).  A node is *missed* when the brute force finds a
-value lower by more than ``1e-9``.
+(``w``, ``+-h*`` embedded along ``V``'s leading eigenvectors, the paper's loss zeros at its
+shape) is compared node by node with a brute-force search: ``--rounds`` rounds of
+``--starts`` random starts per node around ``w`` (spread ``(0.5 + round) sqrt(max eig V)``),
+on the rules of ``--seeds``.  A node is *missed* when the brute force finds a value lower by
+more than ``1e-9``.  ``--first-column``: the earlier start set, ``+-h*`` in the first
+``min(r, r_t)`` columns, for comparison.
 
-Rerun: ``python studies/general_prox_starts.py [--log2n 11] [--starts 64] [--rounds 4]``.
-Measured 2026-12-02 (2^11 nodes, 256 random starts per node): 0 missed nodes in all five cases
-(largest excess 2e-17).
+Rerun: ``python studies/general_prox_starts.py [--log2n 11] [--starts 64] [--rounds 4]
+[--seeds 5] [--first-column]``.
+Measured 2026-12-02 (2^11 nodes, 256 random starts per node, seed 5, first-column embedding):
+0 missed nodes in the first five cases (largest excess 2e-17).  Measured 2026-12-03 (2^12
+nodes, 256 random starts, seeds 0 1 2 3): at the rank-2 positional point of omega = 0.2 the
+first-column embedding missed 1, 1, 0, 2 nodes (excess up to 8e-5), the leading-eigenvector
+embedding none (largest excess 1e-17).
 """
 
 from __future__ import annotations
@@ -42,7 +48,29 @@ def cases():
             np.zeros((1, 2)), np.array([[16.0, 1.0], [1.0, 12.0]]))),
         ("paper, semantic", ModelParams(), OrderParameters(
             np.array([[0.0892]]), np.zeros((2, 1)), np.array([[0.1285]]), np.array([[16.8]]))),
+        # the pinned positional fixed point of omega = 0.2 at alpha = 0.4 (2^12 nodes, seed 0,
+        # from search_starts' "positional-0-pinned"): V's larger eigenvector is the 2nd column
+        ("L2 r2 omega 0.2, positional", ModelParams(r=2, omega=0.2), OrderParameters(
+            np.array([[0.017326925, 7.857082e-05], [7.857082e-05, 0.013961061]]),
+            np.array([[0.169444042, 0.0], [-0.169444042, 0.0]]), np.zeros((1, 2)),
+            np.array([[23.967002458, 0.036514580], [0.036514580, 31.287933852]]))),
     ]
+
+
+def first_column_starts(self, w, hs, U, warm=None, only_warm=False):
+    """The earlier start set: ``+-h*`` in the first ``min(r, r_t)`` columns."""
+    if only_warm:
+        return [warm]
+    k = min(self.params.r, self.params.r_t)
+    emb = np.zeros_like(w)
+    emb[:, :, :k] = hs[:, :, :k]
+    out = [w, emb, -emb]
+    if self.params.is_paper_shape:
+        from symattn.numerics.prox import loss_zeros
+        T = self.targets(hs)
+        h0 = loss_zeros(T[:, 0, 0], T[:, 1, 1])
+        out += [h0[:, :, None], -h0[:, :, None]]
+    return out + ([warm] if warm is not None else [])
 
 
 def brute_force(ch: GeneralChannel, x: OrderParameters, starts: int, rounds: int, seed: int = 1):
@@ -70,12 +98,19 @@ def main(argv=None):
     ap.add_argument("--log2n", type=int, default=11)
     ap.add_argument("--starts", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[5])
+    ap.add_argument("--first-column", action="store_true",
+                    help="the earlier start set (+-h* in the first columns)")
     args = ap.parse_args(argv)
+    if args.first_column:
+        GeneralChannel.starts = first_column_starts
     for label, p, x in cases():
-        ch = GeneralChannel(p, nodes_for(p, args.log2n, 5))
-        G, best, conv = brute_force(ch, x, args.starts, args.rounds)
-        print(f"{label:30s} nodes {len(G)}  missed {(G - best > 1e-9).sum()}  "
-              f"largest excess {(G - best).max():.2g}  prox not converged {(~conv).sum()}")
+        for seed in args.seeds:
+            ch = GeneralChannel(p, nodes_for(p, args.log2n, seed))
+            G, best, conv = brute_force(ch, x, args.starts, args.rounds)
+            print(f"{label:30s} seed {seed}  nodes {len(G)}  missed {(G - best > 1e-9).sum()}  "
+                  f"largest excess {(G - best).max():.2g}  prox not converged {(~conv).sum()}",
+                  flush=True)
 
 
 if __name__ == "__main__":

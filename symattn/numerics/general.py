@@ -15,7 +15,9 @@ The equations are those derived in :mod:`symattn.symbolic.general` (matrix order
    :math:`V = U\,\mathrm{diag}(v)\,U^\top` (``h -> h U``; the loss depends on :math:`hh^\top` only)
    by the compiled multi-start Newton of :mod:`symattn.compile.drivers`.  Starts
    (:meth:`GeneralChannel.starts`): ``w``; the teacher's pre-activations :math:`\pm h^*`
-   embedded in the student's rank space (first ``min(r, r_t)`` columns); for the paper's shape
+   embedded in the student's rank space along the eigenvectors of ``V`` with the largest
+   eigenvalues (``min(r, r_t)`` of them: the loss is the same along every embedding, and for
+   ``w`` small the quadratic term is smallest along those); for the paper's shape
    also the two zeros of the loss of :mod:`symattn.numerics.prox`; and warm starts when given.
    How often this set misses the global minimiser is measured against a brute-force search
    (``tests/test_general_numerics.py``, ``studies/general_prox_starts.py``).
@@ -179,15 +181,18 @@ class GeneralChannel:
                                    self.A, T)
         return T
 
-    def starts(self, w, hs, warm=None, only_warm: bool = False) -> list:
+    def starts(self, w, hs, U, warm=None, only_warm: bool = False) -> list:
         """The start set (module doc, step 2), each ``(n, L, r)``, in the original frame;
-        ``only_warm``: the warm start alone (Newton follows each node's local minimiser: the
-        smooth map the Jacobian is taken of)."""
+        ``U``: the eigenvectors of ``V``, eigenvalues ascending; ``only_warm``: the warm start
+        alone (Newton follows each node's local minimiser: the smooth map the Jacobian is taken
+        of)."""
         if only_warm:
             return [warm]
         k = min(self.params.r, self.params.r_t)
-        emb = np.zeros_like(w)
-        emb[:, :, :k] = hs[:, :, :k]
+        # h* along the first column only missed the global minimiser at 1 to 2 nodes in 4096
+        # at a rank-2 positional point, where V's larger eigenvector is the second column
+        # (studies/general_prox_starts.py)
+        emb = hs[:, :, :k] @ U[:, ::-1][:, :k].T
         out = [w, emb, -emb]
         if self.params.is_paper_shape:
             from .prox import loss_zeros
@@ -208,7 +213,8 @@ class GeneralChannel:
         T = self.targets(hs)
         n, L, r = w.shape
         vals, U = np.linalg.eigh(_sym(x.V))
-        starts = np.stack([s @ U for s in self.starts(w, hs, warm, only_warm)], axis=1).reshape(n, -1, L * r)
+        starts = np.stack([s @ U for s in self.starts(w, hs, U, warm, only_warm)],
+                          axis=1).reshape(n, -1, L * r)
         wr = np.ascontiguousarray((w @ U).reshape(n, L * r))
         V = np.full(n, vals[0]) if r == 1 else np.ascontiguousarray(np.broadcast_to(vals, (n, r)))
         h, h2 = np.empty((n, L * r)), np.empty((n, L * r))
