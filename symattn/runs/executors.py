@@ -101,8 +101,12 @@ class WorkerPool(ProcessPoolExecutor):
 
     def terminate(self, timeout: float = 5.0) -> None:
         """Cancel the pending tasks and end the workers without waiting for running ones:
-        SIGTERM, then SIGKILL for a worker still alive after ``timeout`` seconds."""
+        SIGTERM, then SIGKILL for a worker still alive after ``timeout`` seconds.  On return
+        every future is done: the running tasks' are broken with the pool (the executor's
+        manager thread marks them when it sees the workers gone; it is waited for, up to
+        ``timeout`` seconds, since on a loaded machine it can lag behind)."""
         procs = list((self._processes or {}).values())
+        manager = getattr(self, "_executor_manager_thread", None)
         self.shutdown(wait=False, cancel_futures=True)
         for p in procs:
             if p.is_alive():
@@ -112,6 +116,8 @@ class WorkerPool(ProcessPoolExecutor):
             if p.is_alive():
                 p.kill()
                 p.join(1.0)
+        if manager is not None and manager is not threading.current_thread():
+            manager.join(timeout)
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is None:
