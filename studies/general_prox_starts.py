@@ -75,7 +75,7 @@ def first_column_starts(self, w, hs, U, warm=None, only_warm=False):
 
 def brute_force(ch: GeneralChannel, x: OrderParameters, starts: int, rounds: int, seed: int = 1):
     """``(G, best)``: the start set's values and the lowest value found by random starts."""
-    w, hs, T, h, G, conv, G2 = ch.prox(x)
+    w, hs, T, h, G, conv, G2, _ = ch.prox(x)
     n, L, r = w.shape
     rng = np.random.default_rng(seed)
     vals, U = np.linalg.eigh(x.V)

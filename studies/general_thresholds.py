@@ -24,6 +24,7 @@ import numpy as np
 from symattn.model import ModelParams
 from symattn.numerics.general import OrderParameters, nodes_for
 from symattn.numerics.general_thresholds import combine_rules, general_thresholds_on_nodes
+from symattn.numerics.thresholds import ThresholdNotFound
 from symattn.results import format_estimate
 
 OUT = Path(__file__).resolve().parent / "data" / "general_thresholds"
@@ -95,13 +96,18 @@ def main(argv=None):
                 kw = {"alpha0": first["alpha_c"], "branches": {
                     side: (first[side], _x(pts[side]), pts[side]["alpha"])
                     for side in ("below", "above")}}
-            r = general_thresholds_on_nodes(
-                params, nodes_for(params, args.log2n, seed), bracket=bracket, seed=seed,
-                root_tol=args.root_tol,
-                verify=args.verify_rules is None or seed < args.verify_rules,
-                progress=lambda text: print(f"  {case} seed {seed}: {text} "
-                                            f"({time.perf_counter() - t0:.0f} s)", flush=True),
-                **kw)
+            try:
+                r = general_thresholds_on_nodes(
+                    params, nodes_for(params, args.log2n, seed), bracket=bracket, seed=seed,
+                    root_tol=args.root_tol,
+                    verify=args.verify_rules is None or seed < args.verify_rules,
+                    progress=lambda text: print(f"  {case} seed {seed}: {text} "
+                                                f"({time.perf_counter() - t0:.0f} s)",
+                                                flush=True),
+                    **kw)
+            except ThresholdNotFound as exc:       # named, not recorded; the next scramble
+                print(f"{case} seed {seed}: failed: {exc}", flush=True)
+                continue
             data["per_rule"].append(r.as_dict())
             path.write_text(json.dumps(data, indent=1, default=float))
             res = combine_rules(params, data["per_rule"], {"log2n": args.log2n}).to_dict()

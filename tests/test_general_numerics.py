@@ -150,3 +150,29 @@ def test_eps_lin_by_rqmc_is_the_gauss_hermite_value():
     # factor, variance or teacher target would be caught; refuse a window wider than 0.5 %
     assert 5 * se < 5e-3 * ref
     assert abs(vals.mean() - ref) <= 5 * se + ref_err
+
+
+@pytest.mark.slow
+def test_a_root_on_a_switching_node_is_reached_by_smoothing_and_says_so():
+    """Rank-2 student, omega = 0.1, alpha = 0.3, pinned positional, 2^12 points, seed 0: at the
+    root one node's two lowest minima tie, and the hard-choice map jumps there (by 2.5e-3 in
+    the residual along every coordinate; studies/general_smoothing.py), so Newton stalls.  The
+    continuation in the smoothing width converges, at a width it reports; a solve that may not
+    widen (``eps_max = tol``) says it did not converge.  The answer does not hang on the width:
+    the root smoothed over 1e-6 has the same eps_t to 1e-9 (the rule's integration error in
+    eps_t is about 1e-6)."""
+    from symattn.numerics.general_search import search_starts
+    p = ModelParams(r=2, omega=0.1)
+    ch = GeneralChannel(p, nodes_for(p, 12, 0))
+    x0 = next(x for label, x, _ in search_starts(p) if label == "positional-0-pinned")
+    hard = solve_general(ch, 0.3, x0, pin=("theta",), eps_max=1e-10)
+    assert not hard.converged and "stalled" in hard.message
+    fp = solve_general(ch, 0.3, x0, pin=("theta",))
+    assert fp.converged and 1e-10 < fp.eps <= 1e-6, fp.message        # measured: 1e-8
+    assert f"converged at eps = {fp.eps:g}" in fp.message
+    Fx, _ = ch.step(fp.x, 0.3, warm=None, pin=("theta",), eps=fp.eps)
+    Fx = Fx.rotated(gauge_rotation(Fx, use_theta=False))
+    assert np.max(np.abs(Fx.flat() - fp.x.flat())) <= 1e-9       # tol, and the gauge's rounding
+    wide = solve_general(ch, 0.3, fp.x, pin=("theta",), eps=1e-6)
+    assert wide.converged and wide.eps == 1e-6
+    assert abs(wide.eps_t - fp.eps_t) < 1e-9

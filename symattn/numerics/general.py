@@ -36,11 +36,12 @@ The equations are those derived in :mod:`symattn.symbolic.general` (matrix order
        \theta = \sigma^2\rho\,\hat\theta\mathcal A^{-1},\
        q = \sigma^2\mathcal A^{-1}(\sigma^2\hat q + \hat M^\top\Pi\hat M + \sigma^2\hat\theta^\top\rho\,\hat\theta)\mathcal A^{-1}.
 
-The fixed point is found by Anderson-accelerated damped iteration on the flat vector of the
-free entries of ``(q, M, theta, V)`` (:class:`OrderParameters`), on ONE rule (fixed nodes, so
-the map is deterministic); converged when the undamped residual
-:math:`\max|F(x) - x| \le` ``tol``.  Different scrambles give independent estimates: their
-spread is the integration error bar (:func:`solve_general_rules`).
+The fixed point is found by Newton (:func:`solve_general`) on the flat vector of the free
+entries of ``(q, M, theta, V)`` (:class:`OrderParameters`), on ONE rule (fixed nodes, so the
+map is deterministic), with the selection between each node's two lowest minima smoothed over
+a width ``eps`` (the hard choice makes the map jump where a node switches minimiser);
+converged when the undamped residual :math:`\max|F(x) - x| \le` ``tol``.  Different
+scrambles give independent estimates: their spread is the integration error bar.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import special
 
 from ..compile.generated import shape_kernels
 from ..compile.shape import Shape
@@ -58,6 +60,11 @@ from .quadrature import NodeSet, SobolRule
 __all__ = ["OrderParameters", "GeneralChannel", "GeneralState", "GeneralFixedPoint",
            "solve_general", "InvalidGeneralOrderParameters", "general_free_entropy",
            "general_eps_g", "general_eps_lin", "nodes_for"]
+
+
+#: the smoothed selection's window, in units of ``eps`` (beyond it the runner-up's weight is
+#: below ``e^-800``), as in :mod:`symattn.numerics.channel`
+TIE_WINDOW = 800.0
 
 
 class InvalidGeneralOrderParameters(ValueError):
@@ -127,6 +134,9 @@ class GeneralState:
     prox: np.ndarray = field(repr=False)
     n_failed: int = 0
     gap: np.ndarray = field(default=None, repr=False)
+    #: the runner-up minimiser where it is within the smoothing window (else nan): with
+    #: ``prox``, the warm starts that follow both minima of a switching node
+    prox2: np.ndarray = field(default=None, repr=False)
 
 
 class GeneralChannel:
@@ -186,8 +196,9 @@ class GeneralChannel:
         ``U``: the eigenvectors of ``V``, eigenvalues ascending; ``only_warm``: the warm start
         alone (Newton follows each node's local minimiser: the smooth map the Jacobian is taken
         of)."""
+        warm = [] if warm is None else list(warm) if isinstance(warm, tuple) else [warm]
         if only_warm:
-            return [warm]
+            return warm
         k = min(self.params.r, self.params.r_t)
         # h* along the first column only missed the global minimiser at 1 to 2 nodes in 4096
         # at a rank-2 positional point, where V's larger eigenvector is the second column
@@ -199,16 +210,16 @@ class GeneralChannel:
             T = self.targets(hs)
             h0 = loss_zeros(T[:, 0, 0], T[:, 1, 1])
             out += [h0[:, :, None], -h0[:, :, None]]
-        if warm is not None:
-            out.append(warm)
-        return out
+        return out + warm
 
     # -- prox -------------------------------------------------------------------------
     def prox(self, x: OrderParameters, warm=None, only_warm: bool = False):
-        """``(w, hs, T, h, G, converged, G2)`` at every node (module doc, step 2): the means ``w``
-        and the teacher's ``hs`` and targets ``T``, the global prox ``h`` (``(n, L, r)``, original
-        frame), its value ``G``, whether Newton converged there, and the runner-up value ``G2``
-        (``inf`` if no other minimum was found)."""
+        """``(w, hs, T, h, G, converged, G2, h2)`` at every node (module doc, step 2): the means
+        ``w`` and the teacher's ``hs`` and targets ``T``, the global prox ``h`` (``(n, L, r)``,
+        original frame), its value ``G``, whether Newton converged there, and the runner-up
+        value ``G2`` and minimiser ``h2`` (``inf`` and nan if no other minimum was found).
+        ``warm``: an array of starts ``(n, L, r)`` or a tuple of them (a start with a nan
+        coordinate is skipped)."""
         w, hs = self.node_map(x)
         T = self.targets(hs)
         n, L, r = w.shape
@@ -223,11 +234,17 @@ class GeneralChannel:
         self.kernels.prox_nodes(wr, T, V, self.params.sigma, np.ascontiguousarray(starts),
                                 self.gtol, self.max_iter, h, G, conv, h2, G2, iters)
         h = h.reshape(n, L, r) @ U.T
-        return w, hs, T, h, G, conv, G2
+        h2 = h2.reshape(n, L, r) @ U.T
+        return w, hs, T, h, G, conv, G2, h2
 
     def evaluate(self, x: OrderParameters, alpha: float, warm=None,
-                 only_warm: bool = False, pin: tuple = ()) -> GeneralState:
+                 only_warm: bool = False, pin: tuple = (), eps: float = 0.0) -> GeneralState:
         """Means and hats at ``x`` (module doc, steps 1-4's output half).
+
+        ``eps > 0``: the selection between each node's two lowest minima is smoothed, the
+        runner-up weighted by ``1 - logistic(gap / eps)`` where ``gap < TIE_WINDOW eps`` (as
+        the paper's channel does, :class:`~symattn.numerics.channel.ChannelState`): the map is
+        then continuous where a node switches minimiser.  ``eps = 0``: the hard choice.
 
         ``pin``: order parameters held at zero (:data:`PINNABLE`); their conjugates are set to
         zero too, which is the rule averaged over the symmetry that leaves the pinned subspace
@@ -237,20 +254,19 @@ class GeneralChannel:
         branches)."""
         p = self.params
         K, B = self.factors(x)
-        w, hs, T, h, G, conv, G2 = self.prox(x, warm, only_warm)
+        w, hs, T, h, G, conv, G2, h2 = self.prox(x, warm, only_warm)
         n = w.shape[0]
-        f = (h - w) @ np.linalg.inv(_sym(x.V))
-        wt = self.weights
-        loss = np.empty(n)
-        self.kernels.loss_nodes(np.ascontiguousarray(h.reshape(n, -1)), T, p.sigma, loss)
-        means = {
-            "Sff": np.einsum("n,nla,nlb->ab", wt, f, f),
-            "EF": np.einsum("n,nla->la", wt, f),
-            "Sxf": np.einsum("n,nla,nlb->ab", wt, self.xi, f),
-            "Sef": np.einsum("n,nlc,nlb->cb", wt, self.eta, f),
-            "EM": float(wt @ G),
-            "Eloss": float(wt @ loss),
-        }
+        gap = G2 - G
+        tie = np.flatnonzero(np.isfinite(gap) & (gap < TIE_WINDOW * eps)) if eps > 0 else []
+        pbest = np.ones(n)
+        pbest[tie] = special.expit(gap[tie] / eps)
+        means = self._means(x, h, w, T, G, self.weights * pbest, slice(None))
+        if len(tie):
+            second = self._means(x, h2[tie], w[tie], T[tie], G2[tie],
+                                 self.weights[tie] * (1 - pbest[tie]), tie)
+            means = {k: means[k] + second[k] for k in means}
+        near = np.full_like(h, np.nan)
+        near[tie] = h2[tie]
         KiT = np.linalg.inv(K).T
         BiT = np.linalg.inv(B).T
         th_hat = alpha * BiT @ means["Sef"]
@@ -263,7 +279,24 @@ class GeneralChannel:
         for name in pin:
             hats[f"{name}_hat"] = np.zeros_like(hats[f"{name}_hat"])
         return GeneralState(x=x, means=means, hats=hats, prox=h, n_failed=int((~conv).sum()),
-                            gap=G2 - G)
+                            gap=gap, prox2=near)
+
+    def _means(self, x, h, w, T, G, wt, idx) -> dict:
+        """The means of step 3 over the nodes ``idx`` with prox ``h``, value ``G`` and weights
+        ``wt``."""
+        n = h.shape[0]
+        f = (h - w) @ np.linalg.inv(_sym(x.V))
+        loss = np.empty(n)
+        self.kernels.loss_nodes(np.ascontiguousarray(h.reshape(n, -1)), T, self.params.sigma,
+                                loss)
+        return {
+            "Sff": np.einsum("n,nla,nlb->ab", wt, f, f),
+            "EF": np.einsum("n,nla->la", wt, f),
+            "Sxf": np.einsum("n,nla,nlb->ab", wt, self.xi[idx], f),
+            "Sef": np.einsum("n,nlc,nlb->cb", wt, self.eta[idx], f),
+            "EM": float(wt @ G),
+            "Eloss": float(wt @ loss),
+        }
 
     def prior(self, hats: dict) -> OrderParameters:
         """The prior equations (module doc, step 4)."""
@@ -278,9 +311,10 @@ class GeneralChannel:
                                theta=s2 * p.rho * th @ Ai, V=_sym(s2 * Ai))
 
     def step(self, x: OrderParameters, alpha: float, warm=None, only_warm: bool = False,
-             pin: tuple = ()):
-        """``(F(x), state)``: one application of the saddle-point map (``pin``: :meth:`evaluate`)."""
-        st = self.evaluate(x, alpha, warm, only_warm, pin)
+             pin: tuple = (), eps: float = 0.0):
+        """``(F(x), state)``: one application of the saddle-point map (``pin``, ``eps``:
+        :meth:`evaluate`)."""
+        st = self.evaluate(x, alpha, warm, only_warm, pin, eps)
         return self.prior(st.hats), st
 
 
@@ -318,11 +352,13 @@ class GeneralFixedPoint:
     #: :math:`\mathbb E\mathcal M`, the mean Moreau value: :math:`\mathrm d\varepsilon_t/\mathrm d\alpha`
     #: along a branch (envelope theorem on :math:`\Phi`, as for the paper's branches)
     E_M: float = float("nan")
+    #: the smoothing width of the minimiser selection it is a fixed point at
+    eps: float = 0.0
 
     def as_dict(self) -> dict:
         return {"alpha": self.alpha, "converged": self.converged, "residual": self.residual,
                 "iterations": self.iterations, "eps_t": self.eps_t, "phi": self.phi,
-                "E_M": self.E_M,
+                "E_M": self.E_M, "eps": self.eps,
                 "n_failed": self.n_failed, "wall_time": self.wall_time, "rule": self.rule,
                 "message": self.message, **self.x.as_dict()}
 
@@ -371,17 +407,32 @@ def gauge_rotation(x: OrderParameters, use_theta: bool = True) -> np.ndarray:
 def solve_general(channel: GeneralChannel, alpha: float, x0: OrderParameters, *,
                   tol: float = 1e-10, max_iter: int = 60, pin: tuple = (),
                   step: float = 1e-7, relax: float = 0.3, relax_steps: int = 20,
-                  relaxations: int = 5, progress=None) -> GeneralFixedPoint:
+                  relaxations: int = 5, eps: float | None = None, eps_max: float = 1e-6,
+                  progress=None) -> GeneralFixedPoint:
     r"""Fixed point of the map on ``channel``'s rule from ``x0`` (module doc).
 
     Newton on :math:`g(x) = F(x) - x` over the free entries (``pin``: a subset of
     :data:`PINNABLE` held at zero).  The Jacobian is taken by forward differences of step
-    ``step`` of the map with the prox started at each node's current minimiser only (so each
-    node follows its local minimum and the map differentiated is smooth); the residual is always
+    ``step`` of the map with the prox started at each node's current minimisers only (so each
+    node follows its local minima and the map differentiated is smooth); the residual is always
     evaluated with the full start set.  Backtracking halves the step until the residual falls;
     when no step does (far from a root), ``relax_steps`` damped steps :math:`x + \beta g`
     (``beta = relax``) are taken and Newton resumes, at most ``relaxations`` times.
-    ``converged`` only when the undamped residual :math:`\max|g|` is at most ``tol``.
+
+    The selection between a node's two lowest minima is smoothed over ``eps`` (default
+    ``tol``; :meth:`GeneralChannel.evaluate`; the runner-up is followed too, so the Jacobian
+    includes the weight's derivative): with a hard choice the map jumps where a node switches
+    minimiser (on ``2^12`` points by up to ``1e-3`` in the residual), and no fixed point to
+    ``tol`` need exist.  When Newton does not converge at ``eps`` the solve is continued from
+    ``1e-4`` down to ``eps`` by factors of 10, each stage from the last (:data:`EPS_LADDER`);
+    the narrowest stage that converges is the answer if it is at most ``eps_max`` (the
+    result's ``eps`` says which; the forward-difference Jacobian does not resolve a selection
+    ramp much narrower than its step, so a root on one may be reachable only at a width well
+    above ``tol``).  The width reweights only the few nodes whose two minima lie within a few
+    ``eps`` of each other, an error of the order of one node's weight, as the hard choice's
+    jump is: at ``1e-6`` it moved ``eps_t`` by ``8e-11`` where the rule's integration error is
+    about ``1e-6`` (docs/numerics.md).  ``converged`` only when the undamped residual :math:`\max|g|`
+    of the map smoothed over the result's ``eps`` is at most ``tol``.
 
     For ``r > 1`` the map is composed with the rotation to the gauge of :func:`gauge_rotation`
     (and the gauge's zero entries are not free): a solution is a fixed point up to a rotation
@@ -393,109 +444,144 @@ def solve_general(channel: GeneralChannel, alpha: float, x0: OrderParameters, *,
     bad = set(pin) - set(PINNABLE)
     if bad:
         raise ValueError(f"pin: unknown {sorted(bad)}; choose from {PINNABLE}")
+    eps = tol if eps is None else eps
     gauge = r > 1
     use_theta = "theta" not in pin
     mask = _free_mask(L, r, rt, pin, gauge)
+    free = np.flatnonzero(mask)
     t0 = time.perf_counter()
     if gauge:
         x0 = x0.rotated(gauge_rotation(x0, use_theta))
-    x = x0.flat()
-    x[~mask] = 0.0
-    message = ""
     history = []
 
-    def residual(xv, warm=None, only_warm=False):
+    def residual(xv, e, warm=None, only_warm=False):
         Fx, st = channel.step(OrderParameters.from_flat(xv, L, r, rt), alpha, warm, only_warm,
-                              tuple(pin))
+                              tuple(pin), e)
         if gauge:
             Fx = Fx.rotated(gauge_rotation(Fx, use_theta))
         g = Fx.flat() - xv
         g[~mask] = 0.0
         return g, st
 
+    def newton(x, e, g, st, iters):
+        """Newton at smoothing ``e`` from ``x`` (residual ``g``, state ``st``):
+        ``(x, g, st, iterations, message)``, the message empty unless it stalled."""
+        res = float(np.max(np.abs(g)))
+        relax_left = relaxations
+        it = 0
+        while res > tol and it < iters:
+            it += 1
+            warm = (st.prox, st.prox2)
+            J = np.zeros((len(free), len(free)))
+            for c, k in enumerate(free):
+                h = step * max(1.0, abs(x[k]))
+                xp = x.copy()
+                xp[k] += h
+                try:
+                    gp, _ = residual(xp, e, warm, only_warm=True)
+                except InvalidGeneralOrderParameters:
+                    xp[k] -= 2 * h
+                    h = -h
+                    try:
+                        gp, _ = residual(xp, e, warm, only_warm=True)
+                    except InvalidGeneralOrderParameters:
+                        return x, g, st, it, "the Jacobian's differences leave the domain"
+                # base: g itself (warm-started at x's own minimisers, the prox is unchanged)
+                J[:, c] = (gp[free] - g[free]) / h
+            try:
+                dx = np.linalg.solve(J, -g[free])
+            except np.linalg.LinAlgError:
+                return x, g, st, it, "singular Jacobian"
+            t = 1.0
+            accepted = False
+            while t > 1e-4:
+                xn = x.copy()
+                xn[free] += t * dx
+                try:
+                    gn, stn = residual(xn, e, warm)
+                except InvalidGeneralOrderParameters:
+                    t /= 2
+                    continue
+                rn = float(np.max(np.abs(gn)))
+                if rn < res:
+                    x, g, st, res = xn, gn, stn, rn
+                    accepted = True
+                    break
+                t /= 2
+            if not accepted and relax_left > 0:
+                # far from a root Newton's model fails: relax along the map (a damped
+                # fixed-point step from the best point so far; the residual may rise) and try
+                # Newton again
+                relax_left -= 1
+                for _ in range(relax_steps):
+                    xn = x.copy()
+                    xn[free] += relax * g[free]
+                    try:
+                        g, st = residual(xn, e, (st.prox, st.prox2))
+                    except InvalidGeneralOrderParameters:
+                        break
+                    x = xn
+                    res = float(np.max(np.abs(g)))
+                accepted = True
+            history.append(res)
+            if progress is not None:
+                progress(it, res)
+            if not accepted:
+                return x, g, st, it, f"no Newton step lowers the residual {res:.3g}"
+        return x, g, st, it, ""
+
+    x = x0.flat()
+    x[~mask] = 0.0
     try:
-        g, st = residual(x)
+        g, st = residual(x, eps)
     except InvalidGeneralOrderParameters as exc:
         raise InvalidGeneralOrderParameters(f"the start is outside the domain: {exc}") from None
-    res = float(np.max(np.abs(g)))
-    history.append(res)
-    it = 0
-    free = np.flatnonzero(mask)
-    relax_left = relaxations
-    while res > tol and it < max_iter:
-        it += 1
-        J = np.zeros((len(free), len(free)))
-        ok = True
-        for c, k in enumerate(free):
-            h = step * max(1.0, abs(x[k]))
-            xp = x.copy()
-            xp[k] += h
+    history.append(float(np.max(np.abs(g))))
+    x1, g1, st1, it, message = newton(x, eps, g, st, max_iter)
+    used = eps
+    converged = float(np.max(np.abs(g1))) <= tol
+    stages = [e for e in EPS_LADDER if e > eps] + [eps]
+    if not converged and len(stages) > 1:
+        # continuation in the smoothing width from the point reached, each stage from the
+        # last; the narrowest stage that converges, if it is at most eps_max, is the answer
+        xs, sts, msg, e = x1, st1, "", stages[0]
+        for e in stages:
             try:
-                gp, _ = residual(xp, st.prox, only_warm=True)
-            except InvalidGeneralOrderParameters:
-                xp[k] -= 2 * h
-                h = -h
-                try:
-                    gp, _ = residual(xp, st.prox, only_warm=True)
-                except InvalidGeneralOrderParameters:
-                    ok = False
-                    break
-            # base: g itself (warm-started at x's own minimisers, the prox is unchanged)
-            J[:, c] = (gp[free] - g[free]) / h
-        if not ok:
-            message = "the Jacobian's differences leave the domain"
-            break
-        try:
-            dx = np.linalg.solve(J, -g[free])
-        except np.linalg.LinAlgError:
-            message = "singular Jacobian"
-            break
-        t = 1.0
-        accepted = False
-        while t > 1e-4:
-            xn = x.copy()
-            xn[free] += t * dx
-            try:
-                gn, stn = residual(xn, st.prox)
-            except InvalidGeneralOrderParameters:
-                t /= 2
-                continue
-            rn = float(np.max(np.abs(gn)))
-            if rn < res:
-                x, g, st, res = xn, gn, stn, rn
-                accepted = True
+                gs, sts = residual(xs, e, (sts.prox, sts.prox2))
+            except InvalidGeneralOrderParameters as exc:
+                msg = f"outside the domain: {exc}"
                 break
-            t /= 2
-        if not accepted and relax_left > 0:
-            # far from a root Newton's model fails: relax along the map (a damped fixed-point
-            # step from the best point so far; the residual may rise) and try Newton again
-            relax_left -= 1
-            for _ in range(relax_steps):
-                xn = x.copy()
-                xn[free] += relax * g[free]
-                try:
-                    g, st = residual(xn, st.prox)
-                except InvalidGeneralOrderParameters:
-                    break
-                x = xn
-                res = float(np.max(np.abs(g)))
-            accepted = True
-        history.append(res)
-        if progress is not None:
-            progress(it, res)
-        if not accepted:
-            message = f"no Newton step lowers the residual {res:.3g}"
-            break
-    converged = res <= tol
+            xs, gs, sts, k, msg = newton(xs, e, gs, sts, max_iter)
+            it += k
+            if float(np.max(np.abs(gs))) > tol:
+                msg = msg or f"residual {float(np.max(np.abs(gs))):.3g}"
+                break
+            if e <= eps_max:
+                x1, g1, st1, used, converged = xs, gs, sts, e, True
+        ladder = f"smoothing continued from {stages[0]:g}, stalled at eps = {e:g}: {msg}"
+        if converged and used > eps:
+            message = f"converged at eps = {used:g} ({ladder})"
+        elif converged:
+            message = ""
+        else:
+            message += f"; {ladder}"
+    res = float(np.max(np.abs(g1)))
     if not converged and not message:
         message = f"residual {res:.3g} > tol {tol:g} after {it} Newton steps"
-    xo = OrderParameters.from_flat(x, L, r, rt)
-    phi = general_free_entropy(p, st, alpha)
-    eps_t = alpha * st.means["Eloss"] + p.lam * float(np.trace(xo.q)) / (2 * p.sigma**2)
+    xo = OrderParameters.from_flat(x1, L, r, rt)
+    phi = general_free_entropy(p, st1, alpha)
+    eps_t = alpha * st1.means["Eloss"] + p.lam * float(np.trace(xo.q)) / (2 * p.sigma**2)
     return GeneralFixedPoint(x=xo, alpha=alpha, converged=converged, residual=res,
-                             iterations=it, eps_t=eps_t, phi=phi, n_failed=st.n_failed,
+                             iterations=it, eps_t=eps_t, phi=phi, n_failed=st1.n_failed,
                              wall_time=time.perf_counter() - t0, rule=channel.nodes.label,
-                             message=message, history=history, E_M=float(st.means["EM"]))
+                             message=message, history=history, E_M=float(st1.means["EM"]),
+                             eps=used)
+
+
+#: the smoothing widths of :func:`solve_general`'s continuation when Newton does not converge
+#: (by factors of 10: from a stage's root Newton with forward-difference Jacobians reaches the
+#: next; by factors of 100 it stalled on the selection ramp, docs/numerics.md)
+EPS_LADDER = (1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9)
 
 
 def general_eps_g(params: ModelParams, x: OrderParameters, nodes: NodeSet) -> float:
