@@ -431,8 +431,8 @@ def solve_general(channel: GeneralChannel, alpha: float, x0: OrderParameters, *,
     above ``tol``).  The width reweights only the few nodes whose two minima lie within a few
     ``eps`` of each other, an error of the order of one node's weight, as the hard choice's
     jump is: at ``1e-6`` it moved ``eps_t`` by ``8e-11`` where the rule's integration error is
-    about ``1e-6`` (docs/numerics.md).  ``converged`` only when the undamped residual :math:`\max|g|`
-    of the map smoothed over the result's ``eps`` is at most ``tol``.
+    about ``1e-6`` (docs/numerics.md).  ``converged`` only when the undamped residual
+    :math:`\max|g|` of the map smoothed over the result's ``eps`` is at most ``tol``.
 
     For ``r > 1`` the map is composed with the rotation to the gauge of :func:`gauge_rotation`
     (and the gauge's zero entries are not free): a solution is a fixed point up to a rotation
