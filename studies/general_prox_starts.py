@@ -58,19 +58,19 @@ def cases():
 
 
 def first_column_starts(self, w, hs, U, warm=None, only_warm=False):
-    """The earlier start set: ``+-h*`` in the first ``min(r, r_t)`` columns."""
+    """The earlier start set: ``+-h*`` in the first ``min(r, r_t)`` columns (the current set,
+    :meth:`GeneralChannel.starts`, with its embedding, entries 1 and 2, replaced)."""
+    out = CURRENT_STARTS(self, w, hs, U, warm, only_warm)
     if only_warm:
-        return [warm]
+        return out
     k = min(self.params.r, self.params.r_t)
     emb = np.zeros_like(w)
     emb[:, :, :k] = hs[:, :, :k]
-    out = [w, emb, -emb]
-    if self.params.is_paper_shape:
-        from symattn.numerics.prox import loss_zeros
-        T = self.targets(hs)
-        h0 = loss_zeros(T[:, 0, 0], T[:, 1, 1])
-        out += [h0[:, :, None], -h0[:, :, None]]
-    return out + ([warm] if warm is not None else [])
+    out[1:3] = [emb, -emb]
+    return out
+
+
+CURRENT_STARTS = GeneralChannel.starts
 
 
 def brute_force(ch: GeneralChannel, x: OrderParameters, starts: int, rounds: int, seed: int = 1):

@@ -38,7 +38,7 @@ class InvalidOrderParameters(ValueError):
     """``(q, m, theta, V)`` outside the domain ``q > 0, V > 0, theta^2 < q rho``."""
 
 
-def _tie_candidates(gap, eps):
+def tie_candidates(gap, eps):
     """Nodes whose runner-up minimum is close enough to matter in the smoothed selection."""
     return np.isfinite(gap) & (gap < 800.0 * eps)
 
@@ -221,7 +221,7 @@ class OutputChannel:
         rows_second = np.full_like(rows_best, np.nan)
         gap = pr.gap
         p = np.ones(n)
-        cand = _tie_candidates(gap, eps)
+        cand = tie_candidates(gap, eps)
         if cand.any():
             idx = np.flatnonzero(cand)
             rows_second[idx] = self._rows(idx, w[idx], t[idx], pr.h2[idx], pr.value2[idx], V)
@@ -286,7 +286,7 @@ class OutputChannel:
         d_best = (self._rows(np.arange(n), w, t, pr.h, pr.value, V) - state.rows_best) / step
         p = state.p
         d_mixed = d_best
-        cand = _tie_candidates(state.prox.gap, state.eps)
+        cand = tie_candidates(state.prox.gap, state.eps)
         if cand.any():
             idx = np.flatnonzero(cand)
             pr2 = prox(w[idx], t[idx], V, sig, gtol=self.gtol,

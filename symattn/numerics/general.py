@@ -55,16 +55,12 @@ from scipy import special
 from ..compile.generated import shape_kernels
 from ..compile.shape import Shape
 from ..model import ModelParams
+from .channel import tie_candidates
 from .quadrature import NodeSet, SobolRule
 
 __all__ = ["OrderParameters", "GeneralChannel", "GeneralState", "GeneralFixedPoint",
            "solve_general", "InvalidGeneralOrderParameters", "general_free_entropy",
            "general_eps_g", "general_eps_lin", "nodes_for"]
-
-
-#: the smoothed selection's window, in units of ``eps`` (beyond it the runner-up's weight is
-#: below ``e^-800``), as in :mod:`symattn.numerics.channel`
-TIE_WINDOW = 800.0
 
 
 class InvalidGeneralOrderParameters(ValueError):
@@ -242,8 +238,8 @@ class GeneralChannel:
         """Means and hats at ``x`` (module doc, steps 1-4's output half).
 
         ``eps > 0``: the selection between each node's two lowest minima is smoothed, the
-        runner-up weighted by ``1 - logistic(gap / eps)`` where ``gap < TIE_WINDOW eps`` (as
-        the paper's channel does, :class:`~symattn.numerics.channel.ChannelState`): the map is
+        runner-up weighted by ``1 - logistic(gap / eps)`` where ``gap < 800 eps`` (the paper's
+        channel's window, :func:`~symattn.numerics.channel.tie_candidates`): the map is
         then continuous where a node switches minimiser.  ``eps = 0``: the hard choice.
 
         ``pin``: order parameters held at zero (:data:`PINNABLE`); their conjugates are set to
@@ -257,7 +253,7 @@ class GeneralChannel:
         w, hs, T, h, G, conv, G2, h2 = self.prox(x, warm, only_warm)
         n = w.shape[0]
         gap = G2 - G
-        tie = np.flatnonzero(np.isfinite(gap) & (gap < TIE_WINDOW * eps)) if eps > 0 else []
+        tie = np.flatnonzero(tie_candidates(gap, eps)) if eps > 0 else []
         pbest = np.ones(n)
         pbest[tie] = special.expit(gap[tie] / eps)
         means = self._means(x, h, w, T, G, self.weights * pbest, slice(None))
@@ -425,7 +421,7 @@ def solve_general(channel: GeneralChannel, alpha: float, x0: OrderParameters, *,
     minimiser (on ``2^12`` points by up to ``1e-3`` in the residual), and no fixed point to
     ``tol`` need exist.  When Newton does not converge at ``eps`` the solve is continued from
     ``1e-4`` down to ``eps`` by factors of 10, each stage from the last (:data:`EPS_LADDER`);
-    the narrowest stage that converges is the answer if it is at most ``eps_max`` (the
+    the narrowest stage that converges is the answer if it is at most ``eps_max`` (or ``eps``; the
     result's ``eps`` says which; the forward-difference Jacobian does not resolve a selection
     ramp much narrower than its step, so a root on one may be reachable only at a width well
     above ``tol``).  The width reweights only the few nodes whose two minima lie within a few
@@ -445,6 +441,7 @@ def solve_general(channel: GeneralChannel, alpha: float, x0: OrderParameters, *,
     if bad:
         raise ValueError(f"pin: unknown {sorted(bad)}; choose from {PINNABLE}")
     eps = tol if eps is None else eps
+    eps_max = max(eps_max, eps)          # a width asked for is accepted
     gauge = r > 1
     use_theta = "theta" not in pin
     mask = _free_mask(L, r, rt, pin, gauge)
