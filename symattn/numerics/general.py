@@ -359,6 +359,24 @@ class GeneralFixedPoint:
                 "message": self.message, **self.x.as_dict()}
 
 
+def prox_jump_measure(channel: GeneralChannel, x: OrderParameters,
+                      deltas=(1e-2, 1e-3, 1e-4)) -> dict:
+    r"""How much of the Gaussian measure lies where the global prox at ``x`` can jump, on
+    ``channel``'s rule: ``two_minima``, the weight of the nodes where the start set finds a
+    second local minimum of the Moreau objective (a lower bound on that set's measure: the
+    prox is continuous where the minimum is unique), and for each ``delta`` the weight of the
+    nodes whose two lowest minima lie within ``delta`` of each other, with their count.  Near a
+    switching surface of positive (surface) measure that weight falls like ``delta``: the
+    density ``weight / delta`` stays finite and positive as ``delta -> 0``, and the prox jumps
+    on it (model page §8)."""
+    _, _, _, _, G, _, G2, _ = channel.prox(x)
+    gap = G2 - G
+    wt = channel.weights
+    return {"n": int(len(gap)), "two_minima": float(wt[np.isfinite(gap)].sum()),
+            "below": {float(d): {"weight": float(wt[gap < d].sum()),
+                                 "count": int((gap < d).sum())} for d in deltas}}
+
+
 #: the order parameters a branch may be pinned at zero, exact invariants for every shape (in
 #: expectation; :meth:`GeneralChannel.evaluate`): ``theta = 0``, since ``T(h*)`` is even in
 #: ``h*``; ``M = 0``, since the loss depends on ``h h^T`` only, so at ``M = 0`` the prox is odd
