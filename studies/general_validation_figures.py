@@ -15,8 +15,9 @@ regression_estimate`: the lowest minimum's ``eps_t`` regressed on ``Q*^T Q* / d`
 where the global minimum's prox is continuous (:func:`symattn.stats.fit_power_law`, one amplitude
 per alpha; "continuous" from ``studies/general_jump_measure.py``'s table: less than ``1e-4`` of
 the weight within ``1e-3`` of a tie, i.e. at most a few of its ``2^16`` nodes, where the points
-with jumps have ``2e-4`` to ``9e-3``), and separately by those where it jumps; and the order parameters of
-the lowest minimum (``|theta|``, ``|M| / sqrt(L)`` for ``r_t = 1``) against the theory's.
+with jumps have ``2e-4`` to ``9e-3``), and separately by those where it jumps; and the order
+parameters of the lowest minimum (``|theta|``, ``|M| / sqrt(L)`` for ``r_t = 1``) against the
+theory's.
 
 Rerun: ``python studies/general_validation_figures.py [--cases rank2,L3,appendix]``; figures go
 to ``docs/figures/general_<case>_<omega>.png``.
