@@ -248,7 +248,6 @@ class GeneralChannel:
         conjugate's atoms are odd under it), so that the pinned point is an exact fixed point
         of every equation under that rule (as :mod:`symattn.numerics.saddle` pins the paper's
         branches)."""
-        p = self.params
         K, B = self.factors(x)
         w, hs, T, h, G, conv, G2, h2 = self.prox(x, warm, only_warm)
         n = w.shape[0]
