@@ -59,11 +59,10 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from ..model.symbols import (CONJUGATES, ORDER_PARAMS, V, V_hat, alpha, lam, m, m_hat, q, q_hat,
-                             rho, sigma, theta, theta_hat)
+from ..model.symbols import V, V_hat, alpha, lam, m, m_hat, q, q_hat, rho, sigma, theta, theta_hat
 from .expectation import Expect, OutputF
-from .free_energy import (PAPER_SETTING, ChannelSetting, _apply_envelope, _eta_form,
-                          _has_hs_derivative_of_M, _node_setup, prior_channel)
+from .free_energy import (PAPER_SETTING, ChannelSetting, _node_setup, prior_channel,
+                          solve_stationarity)
 
 __all__ = ["beta", "n_replicas", "GibbsOutput", "OutputVariance", "ReplicaPrior",
            "replica_prior", "output_rules", "FiniteTemperatureEquations",
@@ -247,30 +246,7 @@ def derive_finite_temperature(setting: ChannelSetting = PAPER_SETTING
         raise AssertionError("the replica prior's beta -> infinity limit is not the "
                              "zero-temperature prior and pairing")
     phi = rp.phi - alpha * Expect(Mfun)
-
-    prior_eqs = [sp.diff(phi, h_) for h_ in CONJUGATES]
-    sol = sp.solve(prior_eqs, ORDER_PARAMS, dict=True)
-    if len(sol) != 1:
-        raise AssertionError(f"prior equations: expected one solution, got {sol}")
-    prior_sol = {k: sp.factor(v) for k, v in sol[0].items()}
-
-    is_hs_term = functools.partial(_has_hs_derivative_of_M, Mfun=Mfun, hs=hs)
-    stationarity = []
-    for x in ORDER_PARAMS:
-        d = nodes.derivative(phi, x)
-        d = nodes.linear(_apply_envelope(d, Mfun, F, rules, w))
-        d = nodes.collect(nodes.stein(d, select=is_hs_term))
-        d = nodes.collect(_apply_envelope(d, Mfun, F, rules, w))
-        d = _eta_form(d, nodes, F, hs)
-        if d.has(GibbsOutput):
-            raise AssertionError(f"dPhi_beta/d{x}: derivatives of M_beta survive: {d}")
-        stationarity.append(d)
-    sol = sp.solve(stationarity, CONJUGATES, dict=True)
-    if len(sol) != 1:
-        raise AssertionError(f"output equations: expected one solution, got {sol}")
-    output = {k: nodes.collect(v) for k, v in sol[0].items()}
-    atoms = tuple(sorted(set().union(*(nodes.atoms(v) for v in output.values())),
-                         key=sp.default_sort_key))
+    prior_sol, output, atoms = solve_stationarity(phi, nodes, Mfun, F, rules, w, hs)
     return FiniteTemperatureEquations(setting=setting, phi=phi, prior=prior_sol, output=output,
                                       atoms=atoms, nodes=nodes, M=Mfun, F=F, C=C, w=w, hs=hs,
                                       rules=rules)

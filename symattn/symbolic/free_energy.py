@@ -37,7 +37,7 @@ from .expectation import Expect, GaussianNodes, OutputF
 from .moreau import MoreauEnvelope, MoreauObjective, envelope_derivatives
 
 __all__ = ["ChannelSetting", "PAPER_SETTING", "prior_channel", "gaussian_moment",
-           "SaddlePointEquations", "derive_saddle_point"]
+           "SaddlePointEquations", "solve_stationarity", "derive_saddle_point"]
 
 
 @dataclass(frozen=True)
@@ -228,6 +228,38 @@ def _eta_form(expr, nodes, F, hs):
     return nodes.collect(expr.xreplace(subs))
 
 
+def solve_stationarity(phi, nodes, Mfun, F, rules, w, hs):
+    """``(prior, output, atoms)`` from the stationarity of ``phi``: in the conjugates, solved
+    for the order parameters (the prior equations); in the order parameters, through the node
+    map, the output term's derivative ``rules`` (``{w_l: ..., V: ...}`` for the abstract
+    ``Mfun``), Stein's lemma and the eta-form, solved for the conjugates (the output
+    equations, in terms of the Gaussian ``atoms``)."""
+    prior_eqs = [sp.diff(phi, h_) for h_ in CONJUGATES]
+    sol = sp.solve(prior_eqs, ORDER_PARAMS, dict=True)
+    if len(sol) != 1:
+        raise AssertionError(f"prior equations: expected one solution, got {sol}")
+    prior = {k: sp.factor(v) for k, v in sol[0].items()}
+
+    is_hs_term = functools.partial(_has_hs_derivative_of_M, Mfun=Mfun, hs=hs)
+    stationarity = []
+    for x in ORDER_PARAMS:
+        d = nodes.derivative(phi, x)
+        d = nodes.linear(_apply_envelope(d, Mfun, F, rules, w))
+        d = nodes.collect(nodes.stein(d, select=is_hs_term))
+        d = nodes.collect(_apply_envelope(d, Mfun, F, rules, w))
+        d = _eta_form(d, nodes, F, hs)
+        if d.has(Mfun.func):
+            raise AssertionError(f"dPhi/d{x}: derivatives of {Mfun.func.__name__} survive: {d}")
+        stationarity.append(d)
+    sol = sp.solve(stationarity, CONJUGATES, dict=True)
+    if len(sol) != 1:
+        raise AssertionError(f"output equations: expected one solution, got {sol}")
+    output = {k: nodes.collect(v) for k, v in sol[0].items()}
+    atoms = tuple(sorted(set().union(*(nodes.atoms(v) for v in output.values())),
+                         key=sp.default_sort_key))
+    return prior, output, atoms
+
+
 @functools.lru_cache(maxsize=None)
 def derive_saddle_point(setting: ChannelSetting = PAPER_SETTING) -> SaddlePointEquations:
     """Derive the saddle-point equations of model page §4 from :math:`\\Phi` (cached)."""
@@ -238,34 +270,10 @@ def derive_saddle_point(setting: ChannelSetting = PAPER_SETTING) -> SaddlePointE
     phi = ((V_hat * q - q_hat * V) / 2 - m * m_hat - theta * theta_hat + prior.psi
            - alpha * Expect(Mfun))
 
-    # conjugate stationarity -> prior equations
-    prior_eqs = [sp.diff(phi, h_) for h_ in CONJUGATES]
-    sol = sp.solve(prior_eqs, ORDER_PARAMS, dict=True)
-    if len(sol) != 1:
-        raise AssertionError(f"prior equations: expected one solution, got {sol}")
-    prior_sol = {k: sp.factor(v) for k, v in sol[0].items()}
+    prior_sol, output, atoms = solve_stationarity(phi, nodes, Mfun, F, rules, w, hs)
     for k, v in prior.moments.items():  # the conjugate structure matches the weight's moments
         if sp.simplify(prior_sol[k] - v) != 0:
             raise AssertionError(f"prior channel: {k} from stationarity != moment of the weight")
-
-    # order-parameter stationarity -> output equations
-    is_hs_term = functools.partial(_has_hs_derivative_of_M, Mfun=Mfun, hs=hs)
-    stationarity = []
-    for x in ORDER_PARAMS:
-        d = nodes.derivative(phi, x)
-        d = nodes.linear(_apply_envelope(d, Mfun, F, rules, w))
-        d = nodes.collect(nodes.stein(d, select=is_hs_term))
-        d = nodes.collect(_apply_envelope(d, Mfun, F, rules, w))
-        d = _eta_form(d, nodes, F, hs)
-        if d.has(MoreauEnvelope):
-            raise AssertionError(f"dPhi/d{x}: derivatives of M survive: {d}")
-        stationarity.append(d)
-    sol = sp.solve(stationarity, CONJUGATES, dict=True)
-    if len(sol) != 1:
-        raise AssertionError(f"output equations: expected one solution, got {sol}")
-    output = {k: nodes.collect(v) for k, v in sol[0].items()}
-    atoms = tuple(sorted(set().union(*(nodes.atoms(v) for v in output.values())),
-                         key=sp.default_sort_key))
     return SaddlePointEquations(setting=setting, phi=phi, prior=prior_sol, output=output,
                                 atoms=atoms, nodes=nodes, M=Mfun, F=F, w=w, hs=hs,
                                 envelope=rules)
