@@ -1,0 +1,144 @@
+r"""The output channel at inverse temperature :math:`\beta`, node by node (model page §8; the
+equations: :mod:`symattn.symbolic.finite_temperature`).  The paper's shape, ``L = 2``, ``r = 1``.
+
+At a node ``(w, T)`` the Gibbs measure of the pre-activations is
+:math:`\propto e^{-\beta\mathcal G(h)}`, :math:`\mathcal G(h) = |h-w|^2/2V + \ell(h; T)`, and
+
+.. math::
+
+    \mathcal M_\beta = -\frac1\beta\log\Big[\frac{\beta}{2\pi V}\int e^{-\beta\mathcal G(h)}
+    \,\mathrm dh\Big],\qquad f_l = \frac{\langle h_l\rangle - w_l}{V},\qquad
+    c_l = \langle h_l^2\rangle - \langle h_l\rangle^2 .
+
+**Quadrature.** The integrand is smooth at every finite :math:`\beta`, but as :math:`\beta`
+grows its mass gathers at the local minima of :math:`\mathcal G` (all of it at the global one
+as :math:`\beta\to\infty`), at distance :math:`\sim\sqrt\beta` standard deviations from ``w``
+in the units of :math:`\mathcal N(w, V/\beta)`: a rule centred at ``w`` misses it.  The rule
+is therefore a sum over *centres* ``k`` -- the prox, the runner-up minimum where there is one
+(:func:`symattn.numerics.prox.prox`), and ``w`` itself -- each with the Gaussian
+:math:`N_k = \mathcal N(c_k, \Sigma_k)` of Laplace's method, :math:`\Sigma_k = (\beta
+\nabla^2\mathcal G(c_k))^{-1}` at a minimum and :math:`V/\beta` at ``w``, and a smooth
+partition of unity :math:`\pi_k = a_kN_k/\sum_j a_jN_j`:
+
+.. math::
+
+    \int g\,\mathrm dh = \sum_k \mathbb E_{z\sim N(0, I)}\Big[\frac{g\,\pi_k}{N_k}(c_k +
+    \Sigma_k^{1/2}z)\Big],
+
+each expectation by a tensor Gauss--Hermite rule of ``order`` points per axis.  The partition
+changes nothing in the exact integral; it only splits it into pieces each rule resolves.  At
+:math:`\beta\to\infty` the rule becomes Laplace's method at the minima.
+``tests/test_finite_temperature.py`` checks it against a dense Gauss--Legendre rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .prox import prox
+
+__all__ = ["GibbsNodes", "moreau_objective", "gibbs_moments"]
+
+
+def moreau_objective(h, w, t, V, sigma):
+    r""":math:`\mathcal G(h) = |h - w|^2/2V + \sigma^2\sum_l(\mathrm{logistic}(h_l^2 -
+    h_1h_2) - T_{ll})^2` (model page §4), broadcasting over leading axes; ``h`` and ``w``
+    ``(..., 2)``, ``t`` the diagonal targets ``(..., 2)``."""
+    h1, h2 = h[..., 0], h[..., 1]
+    s1 = 1 / (1 + np.exp(-(h1 * h1 - h1 * h2)))
+    s2 = 1 / (1 + np.exp(-(h2 * h2 - h1 * h2)))
+    return (((h1 - w[..., 0])**2 + (h2 - w[..., 1])**2) / (2 * V)
+            + sigma**2 * ((s1 - t[..., 0])**2 + (s2 - t[..., 1])**2))
+
+
+def _hessian(h, w, t, V, sigma, step=1e-5):
+    """``(n, 2, 2)`` Hessian of :func:`moreau_objective` at ``h`` by central differences."""
+    n = h.shape[0]
+    H = np.empty((n, 2, 2))
+    E = np.eye(2) * step
+    for i in range(2):
+        for j in range(2):
+            H[:, i, j] = (moreau_objective(h + E[i] + E[j], w, t, V, sigma)
+                          - moreau_objective(h + E[i] - E[j], w, t, V, sigma)
+                          - moreau_objective(h - E[i] + E[j], w, t, V, sigma)
+                          + moreau_objective(h - E[i] - E[j], w, t, V, sigma)) / (4 * step**2)
+    return (H + H.transpose(0, 2, 1)) / 2
+
+
+@dataclass
+class GibbsNodes:
+    """Per node: :math:`\\mathcal M_\\beta` ``(n,)``, ``f`` and ``c`` ``(n, 2)``."""
+
+    M: np.ndarray
+    f: np.ndarray
+    c: np.ndarray
+
+
+def gibbs_moments(w, t, V, beta, sigma, *, order: int = 24, minima=None) -> GibbsNodes:
+    """:math:`\\mathcal M_\\beta`, ``f``, ``c`` at every node (module doc).
+
+    ``w``, ``t`` ``(n, 2)`` (``t`` the diagonal targets), ``V`` and ``beta`` scalars;
+    ``minima``: a :class:`~symattn.numerics.prox.ProxResult` for these nodes (computed if not
+    given)."""
+    w, t = np.asarray(w, float), np.asarray(t, float)
+    if not beta > 0:
+        raise ValueError(f"beta must be positive, got {beta}")
+    n = w.shape[0]
+    pr = minima if minima is not None else prox(w, t, V, sigma)
+    centres, covs, logw = [], [], []
+    for c in (pr.h, pr.h2):
+        ok = np.all(np.isfinite(c), axis=1)
+        cc = np.where(ok[:, None], c, w)
+        H = _hessian(cc, w, t, V, sigma)
+        eig = np.linalg.eigvalsh(H)
+        ok &= eig[:, 0] > 0
+        cov = np.where(ok[:, None, None], np.linalg.inv(np.where(ok[:, None, None], H,
+                                                                 np.eye(2))) / beta,
+                       np.eye(2) * V / beta)
+        G = moreau_objective(cc, w, t, V, sigma)
+        # Laplace weight of the centre; a centre that is not a minimum takes no part
+        logw.append(np.where(ok, -beta * G - 0.5 * np.log(np.linalg.det(cov)), -np.inf))
+        centres.append(cc)
+        covs.append(cov)
+    centres.append(w)
+    covs.append(np.broadcast_to(np.eye(2) * V / beta, (n, 2, 2)))
+    logw.append(-beta * moreau_objective(w, w, t, V, sigma) - 0.5 * np.log((V / beta)**2))
+    logw = np.stack(logw, axis=1)
+    logw = np.where(np.isfinite(logw), logw, -np.inf)
+    chol = [np.linalg.cholesky(S) for S in covs]
+    inv = [np.linalg.inv(S) for S in covs]
+    logdet = [np.log(np.linalg.det(S)) for S in covs]
+
+    x, wx = np.polynomial.hermite_e.hermegauss(order)
+    wx = wx / np.sqrt(2 * np.pi)
+    Z1, Z2 = np.meshgrid(x, x, indexing="ij")
+    z = np.stack([Z1.ravel(), Z2.ravel()], axis=1)                    # (m, 2)
+    wz = np.outer(wx, wx).ravel()                                     # (m,)
+    gmin = pr.value
+    K = len(centres)
+    acc = np.zeros((n, 5))                                            # 1, h1, h2, h1^2, h2^2
+    for k in range(K):
+        h = centres[k][:, None, :] + np.einsum("nij,mj->nmi", chol[k], z)     # (n, m, 2)
+        # log N_j(h) for every centre j, and log of the partition's numerator for k
+        logN = np.empty((n, z.shape[0], K))
+        for j in range(K):
+            d = h - centres[j][:, None, :]
+            logN[..., j] = (-0.5 * np.einsum("nmi,nij,nmj->nm", d, inv[j], d)
+                            - np.log(2 * np.pi) - 0.5 * logdet[j][:, None])
+        mix = logN + logw[:, None, :]
+        top = np.max(mix, axis=2, keepdims=True)
+        log_sum = top[..., 0] + np.log(np.exp(mix - top).sum(axis=2))
+        log_pi_k = mix[..., k] - log_sum
+        G = moreau_objective(h, w[:, None, :], t[:, None, :], V, sigma)
+        val = np.exp(-beta * (G - gmin[:, None]) + log_pi_k - logN[..., k]) * wz
+        val = np.where(np.isfinite(logw[:, k])[:, None], val, 0.0)
+        acc[:, 0] += val.sum(axis=1)
+        acc[:, 1:3] += np.einsum("nm,nmi->ni", val, h)
+        acc[:, 3:5] += np.einsum("nm,nmi->ni", val, h * h)
+    Zint = acc[:, 0]
+    mean = acc[:, 1:3] / Zint[:, None]
+    c = acc[:, 3:5] / Zint[:, None] - mean**2
+    M = gmin - np.log(Zint * beta / (2 * np.pi * V)) / beta
+    return GibbsNodes(M=M, f=(mean - w) / V, c=c)
