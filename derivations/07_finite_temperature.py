@@ -128,7 +128,7 @@ for i, j in zip(*np.nonzero(is_min)):
 minima.sort(key=lambda t: t[1])
 assert len(minima) == 2, minima
 M0 = minima[0][1]
-print(f"\n== node w = (0.05, -0.05), h* = (0.8, -0.6), V = 15: local minima of G")
+print("\n== node w = (0.05, -0.05), h* = (0.8, -0.6), V = 15: local minima of G")
 for h, val, det in minima:
     print(f"   h = ({h[0]:+.6f}, {h[1]:+.6f}): G = {val:.10f}, det(V Hess G) = {det:.6f}")
 
