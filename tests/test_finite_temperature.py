@@ -205,3 +205,29 @@ def test_gibbs_moments_tend_to_the_prox():
         bc.append(np.max(b * g.c))
     assert gaps[1] < gaps[0] / 2.5 and gaps[1] < 1e-3
     assert bc[1] < 1.5 * bc[0]
+
+
+def test_finite_temperature_fixed_point_tends_to_the_zero_temperature_one():
+    """End to end: the derived finite-beta equations with the Gibbs channel, solved on the same
+    rule (2^9 points) as the zero-temperature semantic fixed point at alpha = 1.5 (the paper's
+    solver, another code path), give a fixed point x_beta with beta (x_beta - x_0) nearly the
+    same at beta = 4096 and 16384: measured (-8.04, -5.02, -297) and (-8.13, -5.03, -286) in
+    q, theta, V, apart by 1.2 %, 0.2 %, 3.9 % (the 1/beta^2 term; 6 % allowed): x_beta -> x_0
+    like 1/beta.  A wrong 1/beta term in the q_hat equation, or a Gibbs average that missed
+    its centre, would break the constant (a Newton solve 1e-10 each, about 13 s in all)."""
+    from symattn.numerics.branches import solve_branch
+    from symattn.numerics.channel import OutputChannel
+    from symattn.numerics.finite_temperature import (FiniteTemperatureMap,
+                                                     solve_finite_temperature)
+    from symattn.numerics.quadrature import SobolRule
+    p = ModelParams()
+    ch = OutputChannel(p, SobolRule(log2n=9, seed=3).nodes(dim=4))
+    fp = solve_branch(p, "semantic", 1.5, ch, with_eps_g=False)
+    x0 = np.array([fp.q, fp.m, fp.theta, fp.V])
+    scaled = []
+    for b in (4096.0, 16384.0):
+        x, res, _ = solve_finite_temperature(FiniteTemperatureMap(ch, b), 1.5, x0, pin_m=True)
+        assert res <= 1e-10 and x[1] == 0.0
+        scaled.append(b * (x - x0)[[0, 2, 3]])
+    assert np.all(np.abs(scaled[0] - scaled[1]) <= 0.06 * np.abs(scaled[1]))
+    assert np.all(np.abs(scaled[1]) < 1e3)

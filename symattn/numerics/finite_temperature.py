@@ -29,6 +29,11 @@ each expectation by a tensor Gauss--Hermite rule of ``order`` points per axis.  
 changes nothing in the exact integral; it only splits it into pieces each rule resolves.  At
 :math:`\beta\to\infty` the rule becomes Laplace's method at the minima.
 ``tests/test_finite_temperature.py`` checks it against a dense Gauss--Legendre rule.
+
+**The saddle point.** :class:`FiniteTemperatureMap` evaluates the derived finite-temperature
+equations with these moments on an :class:`~symattn.numerics.channel.OutputChannel`'s nodes,
+and :func:`solve_finite_temperature` finds its fixed point by backtracked Newton (numpy: about
+0.5 ms a node, for the stability analysis at a few ``beta``, not a production route).
 """
 
 from __future__ import annotations
@@ -37,9 +42,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .channel import InvalidOrderParameters
 from .prox import prox
 
-__all__ = ["GibbsNodes", "moreau_objective", "gibbs_moments"]
+__all__ = ["GibbsNodes", "moreau_objective", "gibbs_moments", "FiniteTemperatureMap",
+           "solve_finite_temperature"]
 
 
 def moreau_objective(h, w, t, V, sigma):
@@ -142,3 +149,93 @@ def gibbs_moments(w, t, V, beta, sigma, *, order: int = 24, minima=None) -> Gibb
     c = acc[:, 3:5] / Zint[:, None] - mean**2
     M = gmin - np.log(Zint * beta / (2 * np.pi * V)) / beta
     return GibbsNodes(M=M, f=(mean - w) / V, c=c)
+
+
+# --------------------------------------------------------------------------------------
+# the saddle-point map at finite beta
+# --------------------------------------------------------------------------------------
+class FiniteTemperatureMap:
+    """The finite-temperature saddle-point map :math:`x \\mapsto F_\\beta(x)` on ``channel``'s
+    nodes (paper's shape): the Gaussian atoms of the derived output equations
+    (:func:`symattn.symbolic.finite_temperature.derive_finite_temperature`) from
+    :func:`gibbs_moments`, the hats from those equations, the order parameters from the prior
+    equations.  ``pin_m``: the semantic branch, ``m_hat = 0`` (as the zero-temperature solver
+    pins it)."""
+
+    def __init__(self, channel, beta: float, *, order: int = 24):
+        import sympy as sp
+
+        from ..model.symbols import (CONJUGATES, ORDER_PARAMS, alpha as a_sym, lam, rho,
+                                     sigma as s_sym)
+        from ..symbolic.expectation import OutputF
+        from ..symbolic.finite_temperature import (OutputVariance, beta as b_sym,
+                                                   derive_finite_temperature)
+        eq = derive_finite_temperature()
+        self.channel, self.beta, self.order = channel, float(beta), order
+        f = sp.symbols("f_1 f_2", real=True)
+        c = sp.symbols("c_1 c_2", real=True)
+        node_syms = (*eq.nodes.xi, *eq.nodes.eta, *f, *c)
+
+        def plain(expr):
+            return expr.replace(lambda e: isinstance(e, OutputF), lambda e: f[int(e.args[0]) - 1]) \
+                       .replace(lambda e: isinstance(e, OutputVariance),
+                                lambda e: c[int(e.args[0]) - 1])
+        atom_syms = sp.symbols(f"a_0:{len(eq.atoms)}", real=True)
+        self._atoms = [sp.lambdify(node_syms, plain(E.args[0]), "numpy") for E in eq.atoms]
+        sub = dict(zip(eq.atoms, atom_syms))
+        self._hats = sp.lambdify((*atom_syms, *ORDER_PARAMS, a_sym, rho, b_sym),
+                                 [eq.output[k].xreplace(sub) for k in CONJUGATES], "numpy")
+        self._prior = sp.lambdify((*CONJUGATES, s_sym, lam, rho),
+                                  [eq.prior[k] for k in ORDER_PARAMS], "numpy")
+
+    def __call__(self, x, alpha: float, pin_m: bool = False):
+        ch, p = self.channel, self.channel.params
+        q, m, theta, V = (float(v) for v in x)
+        w, hs = ch.node_map(q, m, theta)
+        t = np.diagonal(ch.targets(hs), axis1=1, axis2=2).copy()
+        g = gibbs_moments(w, t, V, self.beta, p.sigma, order=self.order)
+        xi, eta = ch.nodes.xi, ch.nodes.eta
+        cols = (xi[:, 0], xi[:, 1], eta[:, 0], eta[:, 1], g.f[:, 0], g.f[:, 1], g.c[:, 0],
+                g.c[:, 1])
+        wts = ch.nodes.weights
+        atoms = [float(wts @ np.broadcast_to(fn(*cols), wts.shape)) for fn in self._atoms]
+        hats = self._hats(*atoms, q, m, theta, V, alpha, p.rho, self.beta)
+        if pin_m:
+            hats[1] = 0.0
+        return np.array(self._prior(*hats, p.sigma, p.lam, p.rho), float)
+
+
+def solve_finite_temperature(fmap: FiniteTemperatureMap, alpha: float, x0, *, pin_m=False,
+                             tol: float = 1e-10, max_iter: int = 30, step: float = 1e-6):
+    """Newton on ``F_beta(x) - x`` (forward-difference Jacobian over the free entries):
+    ``(x, residual, iterations)``; raises ``RuntimeError`` if it does not reach ``tol``."""
+    x = np.array(x0, float)
+    free = [0, 2, 3] if pin_m else [0, 1, 2, 3]
+    if pin_m:
+        x[1] = 0.0
+    for it in range(max_iter):
+        g = fmap(x, alpha, pin_m) - x
+        res = float(np.max(np.abs(g)))
+        if res <= tol:
+            return x, res, it
+        J = np.empty((len(free), len(free)))
+        for c, k in enumerate(free):
+            xp = x.copy()
+            h = step * max(1.0, abs(x[k]))
+            xp[k] += h
+            J[:, c] = ((fmap(xp, alpha, pin_m) - xp) - g)[free] / h
+        dx = np.linalg.solve(J, -g[free])
+        t = 1.0
+        while t > 1e-3:                       # backtrack: stay in the domain, lower the residual
+            xn = x.copy()
+            xn[free] += t * dx
+            try:
+                if float(np.max(np.abs(fmap(xn, alpha, pin_m) - xn))) < res:
+                    break
+            except InvalidOrderParameters:
+                pass
+            t /= 2
+        else:
+            raise RuntimeError(f"finite-temperature Newton: no step lowers the residual {res:.3g}")
+        x = xn
+    raise RuntimeError(f"finite-temperature Newton: residual {res:.3g} after {max_iter} steps")
