@@ -42,36 +42,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..compile.kernels import objective_kernel, prox_kernel
 from .channel import InvalidOrderParameters
 from .prox import prox
 
-__all__ = ["GibbsNodes", "moreau_objective", "gibbs_moments", "FiniteTemperatureMap",
+__all__ = ["GibbsNodes", "gibbs_moments", "FiniteTemperatureMap",
            "solve_finite_temperature"]
 
 
-def moreau_objective(h, w, t, V, sigma):
-    r""":math:`\mathcal G(h) = |h - w|^2/2V + \sigma^2\sum_l(\mathrm{logistic}(h_l^2 -
-    h_1h_2) - T_{ll})^2` (model page §4), broadcasting over leading axes; ``h`` and ``w``
-    ``(..., 2)``, ``t`` the diagonal targets ``(..., 2)``."""
-    h1, h2 = h[..., 0], h[..., 1]
-    s1 = 1 / (1 + np.exp(-(h1 * h1 - h1 * h2)))
-    s2 = 1 / (1 + np.exp(-(h2 * h2 - h1 * h2)))
-    return (((h1 - w[..., 0])**2 + (h2 - w[..., 1])**2) / (2 * V)
-            + sigma**2 * ((s1 - t[..., 0])**2 + (s2 - t[..., 1])**2))
+def _objective(h, w, t, V, sigma):
+    r""":math:`\mathcal G(h)` broadcasting over leading axes (``h``, ``w``, ``t`` ``(..., 2)``),
+    by the derived kernel (:func:`symattn.compile.kernels.objective_kernel`)."""
+    return objective_kernel()(h[..., 0], h[..., 1], w[..., 0], w[..., 1], t[..., 0], t[..., 1],
+                              V, sigma)
 
 
-def _hessian(h, w, t, V, sigma, step=1e-5):
-    """``(n, 2, 2)`` Hessian of :func:`moreau_objective` at ``h`` by central differences."""
-    n = h.shape[0]
-    H = np.empty((n, 2, 2))
-    E = np.eye(2) * step
-    for i in range(2):
-        for j in range(2):
-            H[:, i, j] = (moreau_objective(h + E[i] + E[j], w, t, V, sigma)
-                          - moreau_objective(h + E[i] - E[j], w, t, V, sigma)
-                          - moreau_objective(h - E[i] + E[j], w, t, V, sigma)
-                          + moreau_objective(h - E[i] - E[j], w, t, V, sigma)) / (4 * step**2)
-    return (H + H.transpose(0, 2, 1)) / 2
+def _hessian(h, w, t, V, sigma):
+    """``(n, 2, 2)`` Hessian of :math:`\\mathcal G` at ``h``, derived
+    (:func:`symattn.compile.kernels.prox_kernel`)."""
+    _, _, _, H11, H12, H22 = prox_kernel()(h[:, 0], h[:, 1], w[:, 0], w[:, 1], t[:, 0],
+                                           t[:, 1], V, sigma)
+    return np.stack([np.stack([H11, H12], -1), np.stack([H12, H22], -1)], -2)
 
 
 @dataclass
@@ -95,7 +86,7 @@ def gibbs_moments(w, t, V, beta, sigma, *, order: int = 24, minima=None) -> Gibb
     n = w.shape[0]
     pr = minima if minima is not None else prox(w, t, V, sigma)
     centres, covs, logw = [], [], []
-    for c in (pr.h, pr.h2):
+    for c, G in ((pr.h, pr.value), (pr.h2, pr.value2)):
         ok = np.all(np.isfinite(c), axis=1)
         cc = np.where(ok[:, None], c, w)
         H = _hessian(cc, w, t, V, sigma)
@@ -104,14 +95,14 @@ def gibbs_moments(w, t, V, beta, sigma, *, order: int = 24, minima=None) -> Gibb
         cov = np.where(ok[:, None, None], np.linalg.inv(np.where(ok[:, None, None], H,
                                                                  np.eye(2))) / beta,
                        np.eye(2) * V / beta)
-        G = moreau_objective(cc, w, t, V, sigma)
-        # Laplace weight of the centre; a centre that is not a minimum takes no part
-        logw.append(np.where(ok, -beta * G - 0.5 * np.log(np.linalg.det(cov)), -np.inf))
+        # Laplace weight of the centre (G its value); a centre that is not a minimum takes no
+        # part
+        logw.append(np.where(ok, -beta * np.where(ok, G, 0.0) - 0.5 * np.log(np.linalg.det(cov)), -np.inf))
         centres.append(cc)
         covs.append(cov)
     centres.append(w)
     covs.append(np.broadcast_to(np.eye(2) * V / beta, (n, 2, 2)))
-    logw.append(-beta * moreau_objective(w, w, t, V, sigma) - 0.5 * np.log((V / beta)**2))
+    logw.append(-beta * _objective(w, w, t, V, sigma) - np.log(V / beta))
     logw = np.stack(logw, axis=1)
     logw = np.where(np.isfinite(logw), logw, -np.inf)
     chol = [np.linalg.cholesky(S) for S in covs]
@@ -138,7 +129,7 @@ def gibbs_moments(w, t, V, beta, sigma, *, order: int = 24, minima=None) -> Gibb
         top = np.max(mix, axis=2, keepdims=True)
         log_sum = top[..., 0] + np.log(np.exp(mix - top).sum(axis=2))
         log_pi_k = mix[..., k] - log_sum
-        G = moreau_objective(h, w[:, None, :], t[:, None, :], V, sigma)
+        G = _objective(h, w[:, None, :], t[:, None, :], V, sigma)
         val = np.exp(-beta * (G - gmin[:, None]) + log_pi_k - logN[..., k]) * wz
         val = np.where(np.isfinite(logw[:, k])[:, None], val, 0.0)
         acc[:, 0] += val.sum(axis=1)
@@ -213,8 +204,8 @@ def solve_finite_temperature(fmap: FiniteTemperatureMap, alpha: float, x0, *, pi
     free = [0, 2, 3] if pin_m else [0, 1, 2, 3]
     if pin_m:
         x[1] = 0.0
+    g = fmap(x, alpha, pin_m) - x
     for it in range(max_iter):
-        g = fmap(x, alpha, pin_m) - x
         res = float(np.max(np.abs(g)))
         if res <= tol:
             return x, res, it
@@ -230,12 +221,16 @@ def solve_finite_temperature(fmap: FiniteTemperatureMap, alpha: float, x0, *, pi
             xn = x.copy()
             xn[free] += t * dx
             try:
-                if float(np.max(np.abs(fmap(xn, alpha, pin_m) - xn))) < res:
+                gn = fmap(xn, alpha, pin_m) - xn
+                if float(np.max(np.abs(gn))) < res:
                     break
             except InvalidOrderParameters:
                 pass
             t /= 2
         else:
             raise RuntimeError(f"finite-temperature Newton: no step lowers the residual {res:.3g}")
-        x = xn
+        x, g = xn, gn
+    res = float(np.max(np.abs(g)))
+    if res <= tol:
+        return x, res, max_iter
     raise RuntimeError(f"finite-temperature Newton: residual {res:.3g} after {max_iter} steps")
