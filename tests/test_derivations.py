@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted((REPO / "derivations").glob("[0-9]*.py"))
 EXPECTED = {"01_loss_reduction.py", "02_regulariser_channel.py", "03_moreau_envelope.py",
             "04_stein_lemma.py", "05_saddle_point.py", "06_phi_equals_minus_eps_t.py",
-            "07_finite_temperature.py"}
+            "07_finite_temperature.py", "08_replicon.py"}
 #: assertions must be live (PYTHONOPTIMIZE would strip them; the scripts refuse to run then)
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONOPTIMIZE"}
 
@@ -26,7 +26,7 @@ def run(script: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
-def test_the_seven_steps_are_present():
+def test_the_eight_steps_are_present():
     assert {p.name for p in SCRIPTS} == EXPECTED
 
 
