@@ -157,7 +157,8 @@ def _dense_reference(w, t, VV, b, n_points=1600):
     Z = W.sum()
     mean = np.array([(X[..., l] * W).sum() / Z for l in range(2)])
     var = np.array([(X[..., l]**2 * W).sum() / Z - mean[l]**2 for l in range(2)])
-    return g0 - np.log(Z * b / (2 * np.pi * VV)) / b, (mean - w) / VV, var
+    c12 = (X[..., 0] * X[..., 1] * W).sum() / Z - mean[0] * mean[1]
+    return g0 - np.log(Z * b / (2 * np.pi * VV)) / b, (mean - w) / VV, var, c12
 
 
 @pytest.mark.parametrize("b, tol_M, tol_f, tol_c", [(32.0, 4e-5, 1e-4, 2e-3),
@@ -167,7 +168,8 @@ def _dense_reference(w, t, VV, b, n_points=1600):
 def test_gibbs_moments_against_a_dense_rule(b, tol_M, tol_f, tol_c):
     """symattn.numerics.finite_temperature.gibbs_moments (order 24, Laplace-centred rules with a
     partition of unity) against the dense rule at six nodes (the two-minima node of the tests
-    above and five random ones; V = 15).  Tolerances: measured errors (M, f, relative c) 1.3e-5,
+    above and five random ones; V = 15); the covariance's off-diagonal entry to the diagonal's
+    relative tolerance.  Tolerances: measured errors (M, f, relative c) 1.3e-5,
     4e-5, 7e-4 at beta = 32; 2e-8, 1e-5, 2e-3 at 128; 1e-8, 4e-7, 6e-5 at 512; 2e-9, 6e-8, 3e-5
     at 2048, times about 3.  At beta = 2 and 8 the rule centred at w meets the loss's ridges
     (along h_1 = 0 and h_1 = h_2, width 1/|h|) and is good to 3e-3 and 1e-4 only: the module
@@ -180,10 +182,11 @@ def test_gibbs_moments_against_a_dense_rule(b, tol_M, tol_f, tol_c):
     t = teacher_diag(hs, ModelParams())
     got = gibbs_moments(w, t, 15.0, b, 0.5, order=24)
     for i in range(6):
-        M, f, c = _dense_reference(w[i], t[i], 15.0, b)
+        M, f, c, c12 = _dense_reference(w[i], t[i], 15.0, b)
         assert abs(got.M[i] - M) < tol_M
         assert np.max(np.abs(got.f[i] - f)) < tol_f
         assert np.max(np.abs(got.c[i] - c)) < tol_c * np.max(np.abs(c))
+        assert abs(got.cov[i, 0, 1] - c12) < tol_c * np.max(np.abs(c))
 
 
 def test_gibbs_moments_tend_to_the_prox():

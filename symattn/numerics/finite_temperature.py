@@ -67,11 +67,13 @@ def _hessian(h, w, t, V, sigma):
 
 @dataclass
 class GibbsNodes:
-    """Per node: :math:`\\mathcal M_\\beta` ``(n,)``, ``f`` and ``c`` ``(n, 2)``."""
+    """Per node: :math:`\\mathcal M_\\beta` ``(n,)``, ``f`` and ``c`` ``(n, 2)``, and the Gibbs
+    covariance ``cov`` ``(n, 2, 2)`` of the pre-activations (``c`` its diagonal)."""
 
     M: np.ndarray
     f: np.ndarray
     c: np.ndarray
+    cov: np.ndarray
 
 
 def gibbs_moments(w, t, V, beta, sigma, *, order: int = 24, minima=None) -> GibbsNodes:
@@ -116,7 +118,7 @@ def gibbs_moments(w, t, V, beta, sigma, *, order: int = 24, minima=None) -> Gibb
     wz = np.outer(wx, wx).ravel()                                     # (m,)
     gmin = pr.value
     K = len(centres)
-    acc = np.zeros((n, 5))                                            # 1, h1, h2, h1^2, h2^2
+    acc = np.zeros((n, 6))                                   # 1, h1, h2, h1^2, h2^2, h1 h2
     for k in range(K):
         h = centres[k][:, None, :] + np.einsum("nij,mj->nmi", chol[k], z)     # (n, m, 2)
         # log N_j(h) for every centre j, and log of the partition's numerator for k
@@ -135,11 +137,14 @@ def gibbs_moments(w, t, V, beta, sigma, *, order: int = 24, minima=None) -> Gibb
         acc[:, 0] += val.sum(axis=1)
         acc[:, 1:3] += np.einsum("nm,nmi->ni", val, h)
         acc[:, 3:5] += np.einsum("nm,nmi->ni", val, h * h)
+        acc[:, 5] += np.einsum("nm,nm->n", val, h[..., 0] * h[..., 1])
     Zint = acc[:, 0]
     mean = acc[:, 1:3] / Zint[:, None]
     c = acc[:, 3:5] / Zint[:, None] - mean**2
+    c12 = acc[:, 5] / Zint - mean[:, 0] * mean[:, 1]
+    cov = np.stack([np.stack([c[:, 0], c12], -1), np.stack([c12, c[:, 1]], -1)], -2)
     M = gmin - np.log(Zint * beta / (2 * np.pi * V)) / beta
-    return GibbsNodes(M=M, f=(mean - w) / V, c=c)
+    return GibbsNodes(M=M, f=(mean - w) / V, c=c, cov=cov)
 
 
 # --------------------------------------------------------------------------------------

@@ -1,0 +1,210 @@
+r"""Is the replica-symmetric fixed point stable?  The replicon eigenvalue at the paper's shape
+(model page §8; derived in :mod:`symattn.symbolic.replicon`).
+
+At inverse temperature :math:`\beta` and zero temperature:
+
+.. math::
+
+    \lambda_R(\beta) = \alpha\,\mathbb E\Big\lVert\frac\beta V C - I\Big\rVert_F^2,
+    \qquad
+    \lambda_R(\infty) = \lambda_R^{\rm cont} + s\,\beta,\quad
+    \lambda_R^{\rm cont} = \alpha\,\mathbb E\lVert J - I\rVert_F^2,\quad
+    s = \frac{\alpha}{12\,\delta V^2}\mathbb E\big[|\Delta|^4\,\mathbb 1(\mathrm{gap}<\delta)\big]
+
+with ``C`` the Gibbs covariance of the pre-activations at a node, :math:`J = (V\nabla^2\mathcal
+G)^{-1}` the prox's Jacobian at the global minimum, :math:`\Delta` the jump of the prox between
+the two lowest minima and ``gap`` their difference in value.  RS is stable where
+:math:`\lambda_R < 1`.  At zero temperature that needs ``s = 0``: the prox must not jump on a
+set of positive surface measure.  Where it does, :math:`\lambda_R` grows like :math:`s\beta` and
+RS is unstable however small ``s`` is; ``s`` and the measure of the nodes near a tie say how
+strongly.
+
+:func:`rs_stability` computes, on a channel's rule at an order-parameter point, the terms above
+and a verdict (:class:`RSStability`); :func:`replicon_at_beta` evaluates
+:math:`\lambda_R(\beta)` from the Gibbs moments (:mod:`.finite_temperature`), the independent
+route the tests compare the zero-temperature formula with.
+
+**Verdict.** ``"unstable"`` when the prox jumps, i.e. some node's two lowest minima lie within
+``delta`` (default ``1e-3``) of each other (``s > 0``), or when :math:`\lambda_R^{\rm cont} \ge 1`;
+``"stable"`` when no node lies within ``10 delta`` of a tie and :math:`\lambda_R^{\rm cont} < 1` --
+with the caveat, in the report, that a jump set of Gaussian weight below about ``1/n`` per
+``10 delta`` of gap is not resolved by ``n`` nodes; ``"undecided"`` otherwise (near-ties within
+``10 delta`` but none within ``delta``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..results import format_estimate
+from .finite_temperature import _hessian, gibbs_moments
+from .prox import prox
+
+__all__ = ["RSStability", "rs_stability", "replicon_at_beta", "combine_stability", "stability_at",
+           "DEFAULT_DELTA"]
+
+#: the gap below which two minima count as tied, for the jump coefficient ``s``
+DEFAULT_DELTA = 1e-3
+
+
+@functools.lru_cache(maxsize=None)
+def _replicon_kernels():
+    """The derived ``lambda_R`` integrands, lambdified: ``(zero_t(J11, J12, J22, alpha),
+    finite_beta(C11, C12, C22, V, beta, alpha), per_slab(|Delta|, V, delta))``."""
+    import sympy as sp
+
+    from ..model.symbols import V, alpha
+    from ..symbolic.finite_temperature import beta
+    from ..symbolic.replicon import derive_replicon
+    eq = derive_replicon(2)
+    J, C = eq.J, eq.C
+    zero_t = sp.lambdify((J[0, 0], J[0, 1], J[1, 1], alpha), eq.zero_temperature, "numpy")
+    fin = sp.lambdify((C[0, 0], C[0, 1], C[1, 1], V, beta, alpha), eq.finite_beta, "numpy")
+    syms = {s.name: s for s in eq.jump_per_slab.free_symbols}
+    Dn, delta = syms["|Delta|"], syms["delta"]
+    per_slab = sp.lambdify((Dn, V, delta), eq.jump_per_slab, "numpy")
+    return zero_t, fin, per_slab
+
+
+@dataclass
+class RSStability:
+    """The RS-stability report of one fixed point (module doc).
+
+    ``replicon`` is :math:`\\lambda_R^{\\rm cont}`, ``growth`` the coefficient ``s`` of
+    :math:`\\beta` (``0`` where no node is within ``delta`` of a tie), ``two_minima`` the
+    Gaussian weight of the nodes with a second local minimum, ``near_tie`` the weights within
+    ``delta`` and ``10 delta`` of a tie, ``jump`` the mean :math:`|\\Delta|` there; ``_err`` are
+    standard errors (over scrambles when combined, else from the node counts)."""
+
+    alpha: float
+    replicon: float
+    replicon_err: float
+    growth: float
+    growth_err: float
+    two_minima: float
+    near_tie: float
+    near_tie_10: float
+    jump: float
+    n_nodes: int
+    delta: float
+    verdict: str
+    reason: str
+    per_rule: list = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in (
+            "verdict", "reason", "replicon", "replicon_err", "growth", "growth_err",
+            "two_minima", "near_tie", "near_tie_10", "jump", "n_nodes", "delta")}
+
+    def __repr__(self) -> str:
+        return (f"RSStability({self.verdict}: replicon {format_estimate(self.replicon, self.replicon_err)}"
+                f" + beta x {format_estimate(self.growth, self.growth_err)}; prox near a tie on "
+                f"{self.near_tie:.2e} of the measure (gap < {self.delta:g}); {self.reason})")
+
+
+def _verdict(replicon, replicon_err, growth, n_tie, n_tie_10, delta, n):
+    if n_tie > 0:
+        return "unstable", (f"the prox jumps: {n_tie} of {n} nodes have their two lowest minima "
+                            f"within {delta:g}, so the replicon grows like beta at zero "
+                            f"temperature")
+    if replicon - 2 * replicon_err >= 1:
+        return "unstable", "the replicon of the continuous prox exceeds 1"
+    if n_tie_10 == 0 and replicon + 2 * replicon_err < 1:
+        return "stable", (f"replicon below 1 and no node within {10 * delta:g} of a tie among "
+                          f"{n} (a jump set lighter than ~1/{n} of the measure per "
+                          f"{10 * delta:g} of gap is not resolved)")
+    return "undecided", (f"{n_tie_10} nodes within {10 * delta:g} of a tie, none within "
+                         f"{delta:g}; a finer rule decides")
+
+
+def rs_stability(channel, x, alpha: float, *, delta: float = DEFAULT_DELTA,
+                 minima=None) -> RSStability:
+    """The RS-stability report at ``x = (q, m, theta, V)`` on ``channel``'s rule
+    (an :class:`~symattn.numerics.channel.OutputChannel`; module doc).  ``minima``: the
+    :class:`~symattn.numerics.prox.ProxResult` at ``x`` if already computed."""
+    q, m, theta, V = (float(v) for v in x)
+    p = channel.params
+    w, hs = channel.node_map(q, m, theta)
+    t = np.diagonal(channel.targets(hs), axis1=1, axis2=2).copy()
+    pr = minima if minima is not None else prox(w, t, V, p.sigma, gtol=channel.gtol)
+    zero_t, _, per_slab = _replicon_kernels()
+    H = _hessian(pr.h, w, t, V, p.sigma)
+    J = np.linalg.inv(V * H)
+    wt = channel.nodes.weights
+    cont = zero_t(J[:, 0, 0], J[:, 0, 1], J[:, 1, 1], alpha)
+    ok = np.isfinite(cont) & pr.converged
+    replicon = float(wt[ok] @ cont[ok] / wt[ok].sum())
+    n = int(ok.sum())
+    replicon_err = float(np.std(cont[ok]) / math.sqrt(n))     # i.i.d. bound; RQMC is tighter
+    gap = pr.gap
+    tie = ok & (gap < delta)
+    tie10 = ok & (gap < 10 * delta)
+    jump = np.linalg.norm(pr.h - pr.h2, axis=1)
+    contrib = np.where(tie, alpha * per_slab(np.where(tie, jump, 0.0), V, delta), 0.0)
+    growth = float(wt @ contrib)
+    n_tie, n_tie_10 = int(tie.sum()), int(tie10.sum())
+    growth_err = growth / math.sqrt(n_tie) if n_tie else 0.0
+    verdict, reason = _verdict(replicon, replicon_err, growth, n_tie, n_tie_10, delta, n)
+    return RSStability(alpha=alpha, replicon=replicon, replicon_err=replicon_err,
+                       growth=growth, growth_err=growth_err,
+                       two_minima=float(wt[ok & np.isfinite(gap)].sum()),
+                       near_tie=float(wt[tie].sum()), near_tie_10=float(wt[tie10].sum()),
+                       jump=float(jump[tie].mean()) if n_tie else math.nan, n_nodes=n,
+                       delta=delta, verdict=verdict, reason=reason)
+
+
+def combine_stability(reports) -> RSStability:
+    """One report from the reports of independent scrambles: means, standard errors over them,
+    node counts pooled for the verdict."""
+    from ..stats import mean_se
+    reports = list(reports)
+    if len(reports) == 1:
+        return reports[0]
+    r0 = reports[0]
+    mean = {k: mean_se([getattr(r, k) for r in reports]) for k in ("replicon", "growth")}
+    n = sum(r.n_nodes for r in reports)
+    n_tie = sum(round(r.near_tie * r.n_nodes) for r in reports)
+    n_tie_10 = sum(round(r.near_tie_10 * r.n_nodes) for r in reports)
+    jumps = [r.jump for r in reports if math.isfinite(r.jump)]
+    verdict, reason = _verdict(*mean["replicon"], mean["growth"][0], n_tie, n_tie_10, r0.delta, n)
+    return RSStability(alpha=r0.alpha, replicon=mean["replicon"][0],
+                       replicon_err=mean["replicon"][1], growth=mean["growth"][0],
+                       growth_err=mean["growth"][1],
+                       two_minima=float(np.mean([r.two_minima for r in reports])),
+                       near_tie=float(np.mean([r.near_tie for r in reports])),
+                       near_tie_10=float(np.mean([r.near_tie_10 for r in reports])),
+                       jump=float(np.mean(jumps)) if jumps else math.nan, n_nodes=n,
+                       delta=r0.delta, verdict=verdict, reason=reason, per_rule=reports)
+
+
+def replicon_at_beta(channel, x, alpha: float, beta: float, *, order: int = 24,
+                     minima=None) -> float:
+    r""":math:`\lambda_R(\beta) = \alpha\,\mathbb E\lVert\beta C/V - I\rVert_F^2` at ``x`` with the
+    Gibbs covariance of :func:`~symattn.numerics.finite_temperature.gibbs_moments` (the order
+    parameters held at ``x``: the finite-temperature fixed point moves by ``O(1/beta)``)."""
+    q, m, theta, V = (float(v) for v in x)
+    p = channel.params
+    w, hs = channel.node_map(q, m, theta)
+    t = np.diagonal(channel.targets(hs), axis1=1, axis2=2).copy()
+    g = gibbs_moments(w, t, V, beta, p.sigma, order=order, minima=minima)
+    _, fin, _ = _replicon_kernels()
+    vals = fin(g.cov[:, 0, 0], g.cov[:, 0, 1], g.cov[:, 1, 1], V, beta, alpha)
+    return float(channel.nodes.weights @ vals)
+
+
+def stability_at(params, alpha: float, x, *, log2n: int = 14, rules: int = 4,
+                 seed0: int = 1000, gtol: float = 1e-13,
+                 delta: float = DEFAULT_DELTA) -> RSStability:
+    """The RS-stability report at a known fixed point ``x`` (e.g. a mean over scrambles) from
+    ``rules`` fresh scrambles of ``2**log2n`` points (seeds from ``seed0``), combined
+    (:func:`combine_stability`).  No fixed point is solved: the report integrates at ``x``."""
+    from .channel import OutputChannel
+    from .quadrature import SobolRule
+    reports = [rs_stability(OutputChannel(params, SobolRule(log2n, seed0 + k).nodes(),
+                                          gtol=gtol), x, alpha, delta=delta)
+               for k in range(rules)]
+    return combine_stability(reports)
