@@ -37,6 +37,10 @@ def test_fixed_point_to_dict_is_the_cli_json(capsys):
     assert est["theta"].value == cli["theta"] and est["theta"].error == cli["theta_err"]
     text = repr(est)
     assert "semantic branch, alpha = 1.5" in text and "theta" in text and "converged" in text
+    # every reported fixed point carries its RS-stability report (numerics.stability)
+    rs = cli["rs_stability"]
+    assert rs["verdict"] in ("stable", "unstable", "undecided") and rs["replicon"] > 0
+    assert "RSStability(" in text
 
 
 def test_trivial_branch_is_offered(capsys):
@@ -159,3 +163,4 @@ def test_thresholds_object_prints_and_estimates(capsys):
     mine = json.loads(json.dumps(th.to_dict(), default=float))
     mine.pop("wall_time"), cli.pop("wall_time")
     assert mine == cli
+    assert set(cli["rs_stability"]) == {"positional", "semantic"}

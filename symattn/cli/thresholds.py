@@ -161,6 +161,7 @@ def run(args, main_job=False) -> int:
         for k in keys:
             print(f"  {k:10s} {pos[k]:>13.7g} +- {pos[k + '_err']:7.1e} "
                   f"{sem[k]:>13.7g} +- {sem[k + '_err']:7.1e}")
+    _print_stability(data["rs_stability"], "at alpha_l" if th.alpha_c_note else "at alpha_c")
     print(f"\nresults written to {out}" if out is not None else
           "\n(--out FILE saves the full JSON: every scramble's thresholds and fixed points)")
     print(f"took {wall:.1f} s")
@@ -271,10 +272,20 @@ def _refined(args, params, fast, t0, out) -> int:
                   f"{verdict} within their error bars")
     if res.precision == "standard":
         _print_fixed_points(res)
+    _print_stability(data["rs_stability"], "at the located alpha_c")
     print(f"\nresults written to {out}" if out is not None else
           "\n(--out FILE saves the full JSON: every scramble's thresholds and fixed points)")
     print(f"took {data['wall_time']:.1f} s")
     return 0
+
+
+def _print_stability(reports: dict, where: str) -> None:
+    """One line per branch: the RS-stability verdict and replicon (numerics.stability)."""
+    print(f"\nreplica-symmetric stability {where} (replicon of the continuous prox + beta x "
+          f"growth from the prox's jumps; model page §8):")
+    for b, r in reports.items():
+        print(f"  {b:10s} {r['verdict'].upper()}: replicon {fmt(r['replicon'], r['replicon_err'])}"
+              f" + beta x {fmt(r['growth'], r['growth_err'])}; {r['reason']}")
 
 
 def _print_fixed_points(res) -> None:

@@ -74,6 +74,8 @@ class FixedPointEstimate:
     params: ModelParams
     settings: NumericalSettings
     fixed_points: list = field(repr=False)
+    #: the RS-stability report (:mod:`symattn.numerics.stability`), over the same scrambles
+    stability: object = field(default=None, repr=False)
 
     @property
     def means(self) -> dict:
@@ -101,6 +103,8 @@ class FixedPointEstimate:
         data["rules"] = len(self.fixed_points)
         data["log2n"] = self.settings.log2n
         data["params"] = self.params.as_dict()
+        if self.stability is not None:
+            data["rs_stability"] = self.stability.to_dict()
         return data
 
     def __repr__(self) -> str:
@@ -110,6 +114,8 @@ class FixedPointEstimate:
         for k in FIXED_POINT_KEYS:
             lines.append(f"  {k:10s} {format_estimate(m[k], m[k + '_err'])}")
         lines.append(f"  {self.status!r}")
+        if self.stability is not None:
+            lines.append(f"  {self.stability!r}")
         return "\n".join(lines)
 
 
@@ -199,4 +205,15 @@ def fixed_point_estimate(params: ModelParams, branch: str, alpha: float,
             f"existence here is not resolved (near a branch end the overlap equation is flat, "
             f"within the quadrature noise; more points, --log2n, may resolve it).  Scramble "
             f"{s}: {why}")
-    return FixedPointEstimate(branch, alpha, params, settings, [first] + rest)
+    fps = [first] + rest
+    return FixedPointEstimate(branch, alpha, params, settings, fps,
+                              stability=_stability(params, alpha, settings, seeds, fps))
+
+
+def _stability(params, alpha, settings, seeds, fps):
+    """The RS-stability report of each scramble's fixed point on its own rule, combined."""
+    from .stability import combine_stability, rs_stability
+    return combine_stability(
+        rs_stability(OutputChannel(params, SobolRule(settings.log2n, s).nodes(),
+                                   gtol=settings.prox_tol), fp.x, alpha)
+        for s, fp in zip(seeds, fps))

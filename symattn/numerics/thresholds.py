@@ -93,6 +93,8 @@ class Thresholds:
     wall_time: float = 0.0
     #: why ``alpha_c`` is undefined (then ``alpha_c`` is ``nan``), or ""
     alpha_c_note: str = ""
+    #: RS-stability reports (:func:`threshold_stability`) of the reported fixed points
+    rs_stability: dict = field(default_factory=dict, repr=False)
 
     def at_alpha_c(self, branch: str) -> dict | None:
         """Mean and standard error over scrambles of each order parameter at ``alpha_c``
@@ -159,6 +161,7 @@ class Thresholds:
                 "error_budget": self.error_budget(),
                 "positional_at_alpha_c": self.at_alpha_c("positional"),
                 "semantic_at_alpha_c": self.at_alpha_c("semantic"),
+                "rs_stability": {b: r.to_dict() for b, r in self.rs_stability.items()},
                 "wall_time": self.wall_time}
 
 
@@ -407,7 +410,7 @@ def _compute_thresholds(params, settings, executor, progress, first_only=False):
     if not (math.isfinite(al) and (note or math.isfinite(ac)) and math.isfinite(eps_lin)):
         raise ThresholdNotFound(f"non-finite result (alpha_c = {ac}, alpha_l = {al}, eps_lin = "
                                 f"{eps_lin}): the numerics break down at these parameters")
-    return Thresholds(
+    res = Thresholds(
         # one rule has no spread to measure: its error bar is unknown, reported as infinite
         alpha_c=ac, alpha_c_err=(ac_se if len(rules) > 1 else math.inf)
         + max(r.alpha_c_step for r in rules),
@@ -417,3 +420,19 @@ def _compute_thresholds(params, settings, executor, progress, first_only=False):
         settings={**asdict(settings), "rules": n}, per_rule=rules,
         wall_time=time.perf_counter() - t0,
         alpha_c_note=note and f"alpha_c is undefined: {note}")
+    res.rs_stability = threshold_stability(params, res)
+    res.wall_time = time.perf_counter() - t0
+    return res
+
+
+def threshold_stability(params: ModelParams, th: Thresholds) -> dict:
+    """The RS-stability reports (:func:`symattn.numerics.stability.stability_at`, four fresh
+    scrambles of 2^14 points) of the fixed points ``th`` reports: both branches at ``alpha_c``,
+    or, where ``alpha_c`` is undefined, the semantic one at ``alpha_l``; keyed by branch."""
+    from .stability import stability_at
+    if th.alpha_c_note:
+        points = {"semantic": (th.alpha_l, fixed_point_means([r.semantic for r in th.per_rule]))}
+    else:
+        points = {b: (th.alpha_c, th.at_alpha_c(b)) for b in ("positional", "semantic")}
+    return {b: stability_at(params, a, [x[k] for k in ("q", "m", "theta", "V")])
+            for b, (a, x) in points.items()}

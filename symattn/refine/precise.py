@@ -331,6 +331,9 @@ class PreciseThresholds:
                 "per_rule": self.per_rule, "second_route": self.second_route,
                 "fast": {k: fast[k] for k in ("alpha_c", "alpha_c_err", "alpha_l",
                                               "alpha_l_err", "error_budget", "wall_time")},
+                # at the located alpha_c (the refinement moves it by ~1e-4; the report's
+                # replicon and verdict do not resolve that)
+                "rs_stability": fast["rs_stability"],
                 "wall_time": self.wall_time}
 
 
