@@ -284,8 +284,9 @@ def _print_stability(reports: dict, where: str) -> None:
     print(f"\nreplica-symmetric stability {where} (replicon of the continuous prox + beta x "
           f"growth from the prox's jumps; model page §8):")
     for b, r in reports.items():
+        bs = "never" if r["beta_star"] is None else f"at beta = {r['beta_star']:.3g}"
         print(f"  {b:10s} {r['verdict'].upper()}: replicon {fmt(r['replicon'], r['replicon_err'])}"
-              f" + beta x {fmt(r['growth'], r['growth_err'])}; {r['reason']}")
+              f" + beta x {fmt(r['growth'], r['growth_err'])} (reaches 1 {bs}); {r['reason']}")
 
 
 def _print_fixed_points(res) -> None:

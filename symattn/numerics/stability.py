@@ -44,8 +44,8 @@ from ..results import format_estimate
 from .finite_temperature import _hessian, gibbs_moments
 from .prox import prox
 
-__all__ = ["RSStability", "rs_stability", "replicon_at_beta", "combine_stability", "stability_at",
-           "DEFAULT_DELTA"]
+__all__ = ["RSStability", "rs_stability", "replicon_at_beta", "combine_stability",
+           "stability_at", "DEFAULT_DELTA"]
 
 #: the gap below which two minima count as tied, for the jump coefficient ``s``
 DEFAULT_DELTA = 1e-3
@@ -95,15 +95,28 @@ class RSStability:
     reason: str
     per_rule: list = field(default_factory=list, repr=False)
 
+    @property
+    def beta_star(self) -> float:
+        r"""The inverse temperature at which :math:`\lambda_{\rm cont} + s\beta` reaches one:
+        the zero-temperature instability shows at :math:`\beta \gtrsim \beta^*` (``inf``
+        where ``s = 0``, ``0`` where the continuous part alone exceeds one)."""
+        if self.replicon >= 1:
+            return 0.0
+        return (1 - self.replicon) / self.growth if self.growth > 0 else math.inf
+
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in (
+        out = {k: getattr(self, k) for k in (
             "verdict", "reason", "replicon", "replicon_err", "growth", "growth_err",
             "two_minima", "near_tie", "near_tie_10", "jump", "n_nodes", "delta")}
+        out["beta_star"] = self.beta_star if math.isfinite(self.beta_star) else None
+        return out
 
     def __repr__(self) -> str:
+        bs = f"{self.beta_star:.3g}" if math.isfinite(self.beta_star) else "inf"
         return (f"RSStability({self.verdict}: replicon {format_estimate(self.replicon, self.replicon_err)}"
-                f" + beta x {format_estimate(self.growth, self.growth_err)}; prox near a tie on "
-                f"{self.near_tie:.2e} of the measure (gap < {self.delta:g}); {self.reason})")
+                f" + beta x {format_estimate(self.growth, self.growth_err)} (reaches 1 at beta "
+                f"= {bs}); prox near a tie on {self.near_tie:.2e} of the measure (gap < "
+                f"{self.delta:g}); {self.reason})")
 
 
 def _verdict(replicon, replicon_err, growth, n_tie, n_tie_10, delta, n):
