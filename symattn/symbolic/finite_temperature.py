@@ -93,6 +93,25 @@ class OutputVariance(sp.Function):
 # --------------------------------------------------------------------------------------
 # prior channel and conjugate pairing, n replicas
 # --------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _teacher_integral():
+    k, u, v, s2 = sp.symbols("k u v s_2", positive=True)
+    Qs = sp.Symbol("Q^*", real=True)
+    # convergent for small k, which is all n -> 0 needs; SymPy's polar bookkeeping of the
+    # square root it takes is dropped: its argument is positive there
+    out = sp.integrate(sp.exp(k * (u + v * Qs)**2 - Qs**2 / (2 * s2)) / sp.sqrt(2 * sp.pi * s2),
+                       (Qs, -sp.oo, sp.oo), conds="none").replace(sp.polar_lift, lambda a: a)
+    return (k, u, v, s2), sp.simplify(out)
+
+
+def teacher_average(kappa, u, v):
+    r""":math:`\mathbb E_{Q^*}\exp(\kappa(u + vQ^*)^2)` over the teacher's weight
+    :math:`Q^*\sim N(0, \rho/\sigma^2)`, a Gaussian integral done by SymPy once in plain
+    symbols and substituted."""
+    (k, uu, vv, s2), out = _teacher_integral()
+    return out.subs({k: kappa, uu: u, vv: v, s2: rho / sigma**2}, simultaneous=True)
+
+
 @dataclass(frozen=True)
 class ReplicaPrior:
     """The prior and entropic part of :math:`\\Phi_\\beta` (everything but the output term)."""
@@ -132,18 +151,10 @@ def replica_prior() -> ReplicaPrior:
     n = n_replicas
     Qd_hat, qr_hat, mr_hat, thr_hat, Qd = sp.symbols(r"\hat{Q}_d \hat{q}_r \hat{m}_r "
                                                      r"\hat{\theta}_r Q_d", real=True)
-    Qs = sp.Symbol("Q^*", real=True)
     A = beta * lam + sigma**2 * (Qd_hat + qr_hat)
     C = sigma**2 * qr_hat
-    b = mr_hat + thr_hat * sigma**2 * Qs
     kappa = n / (2 * (A - n * C))
-    s2 = rho / sigma**2
-    # E over the teacher's weight of exp(kappa b^2): a Gaussian integral, done by SymPy
-    # (convergent for small n, which is all n -> 0 needs; SymPy's polar bookkeeping of the
-    # square root it takes is dropped: its argument is positive there)
-    teacher = sp.integrate(sp.exp(kappa * b**2 - Qs**2 / (2 * s2)) / sp.sqrt(2 * sp.pi * s2),
-                           (Qs, -sp.oo, sp.oo), conds="none").replace(sp.polar_lift,
-                                                                      lambda a: a)
+    teacher = teacher_average(kappa, mr_hat, thr_hat * sigma**2)
     log_integral = (n / 2 * sp.log(2 * sp.pi) - (n - 1) / 2 * sp.log(A) - sp.log(A - n * C) / 2
                     + sp.log(teacher))
     pairing = n * Qd_hat * Qd / 2 - n * (n - 1) / 2 * qr_hat * q - n * mr_hat * m \
