@@ -38,7 +38,7 @@ def test_docs_build_without_warnings_and_examples_run(tmp_path):
     html = _sphinx("html", tmp_path)
     assert "build succeeded" in html, html     # -W: any warning would have failed the build
     for page in ("index", "installation", "tutorial", "notation", "theory", "numerics",
-                 "api/index", "api/numerics", "api/cli"):
+                 "stability", "api/index", "api/numerics", "api/cli"):
         assert (tmp_path / "html" / f"{page}.html").is_file(), page
 
     doctest = _sphinx("doctest", tmp_path)

@@ -76,8 +76,9 @@ def _kernels():
 
 @dataclass
 class RSBNodes:
-    """Per outer node: ``Mx`` (n,), ``f`` (n, 2) = <f>, ``F2`` = <|f|^2>, ``XiF`` (n, 2) =
-    <xi_1l f_l>, ``Mbar`` = <M>; ``minima``: the inner prox results (for warm starts)."""
+    """Per outer node: ``Mx`` (n,), ``f`` (n, 2) = ``<f>``, ``F2`` = ``<|f|^2>``, ``XiF``
+    (n, 2) = ``<xi_1l f_l>``, ``Mbar`` = ``<M>``; ``minima``: the inner prox results (for warm
+    starts)."""
 
     Mx: np.ndarray
     f: np.ndarray
@@ -95,9 +96,10 @@ def _inner_rule(order: int):
 
 
 def rsb_node_moments(w0, t, V, Dq, x, sigma, *, inner: int = 12, eps: float = 1e-3,
-                     starts=None, gtol: float = 1e-13) -> RSBNodes:
+                     starts=None, only_starts: bool = True, gtol: float = 1e-13) -> RSBNodes:
     """The tilted inner averages at every outer node (module doc).  ``w0``, ``t`` ``(n, 2)``;
-    ``starts``: ``(n * inner^2, k, 2)`` warm starts (the previous call's minima).  Where an
+    ``starts``: ``(n * inner^2, k, 2)`` warm starts (the previous call's minima), alone
+    (``only_starts``) or added to the default start set.  Where an
     inner point's two lowest minima lie within a few ``eps`` of each other, ``f`` is their
     blend with weight ``expit(gap/eps)`` on the global one (as the RS channel smooths its
     ties, :class:`~symattn.numerics.channel.OutputChannel`): the map is then smooth on the
@@ -109,7 +111,8 @@ def rsb_node_moments(w0, t, V, Dq, x, sigma, *, inner: int = 12, eps: float = 1e
     if starts is None:
         pr = prox(w1, tt, V, sigma, gtol=gtol)
     else:
-        pr = prox(w1, tt, V, sigma, gtol=gtol, extra_starts=starts, include_default=False)
+        pr = prox(w1, tt, V, sigma, gtol=gtol, extra_starts=starts,
+                  include_default=not only_starts)
         bad = np.flatnonzero(~pr.converged)
         if bad.size:
             redo = prox(w1[bad], tt[bad], V, sigma, gtol=gtol, extra_starts=starts[bad])
@@ -173,8 +176,8 @@ class OneStepRSBMap:
         return (self.alpha, p.rho, p.sigma, p.lam)
 
     def evaluate(self, z, warm: bool = False):
-        """``(residual (6,), hats (5,), phi)`` at ``z``; ``warm``: the prox from the last
-        evaluation's minima (for Jacobian columns)."""
+        """``(residual (6,), hats (5,), phi)`` at ``z``; ``warm``: the prox from the last full
+        evaluation's minima only (for Jacobian columns)."""
         atoms_k, hats_k, prior_k, x_eq_k, phi_k = self._kern
         q0_, q1_, m_, th_, V_, x_ = (float(v) for v in z)
         if self.pin == "m":
@@ -187,11 +190,12 @@ class OneStepRSBMap:
         ch = self.channel
         w0, hs = ch.node_map(q0_, m_, th_)
         t = np.diagonal(ch.targets(hs), axis1=1, axis2=2).copy()
-        starts = None
-        if warm and self._starts is not None:
-            starts = self._starts
+        # warm: follow the last full evaluation's minima only (a smooth map for the Jacobian);
+        # full: the default starts and those minima, so that a minimum the default set misses
+        # but the last evaluation found is not lost (the map would jump between evaluations)
         nodes = rsb_node_moments(w0, t, V_, Dq, x_, ch.params.sigma, inner=self.inner,
-                                 eps=self.eps, starts=starts, gtol=ch.gtol)
+                                 eps=self.eps, starts=self._starts, only_starts=warm,
+                                 gtol=ch.gtol)
         if not warm:
             pr = nodes.minima
             both = np.stack([pr.h, np.where(np.isfinite(pr.h2), pr.h2, pr.h)], axis=1)

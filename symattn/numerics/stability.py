@@ -21,7 +21,7 @@ strongly.
 
 :func:`rs_stability` computes, on a channel's rule at an order-parameter point, the terms above
 and a verdict (:class:`RSStability`); :func:`replicon_at_beta` evaluates
-:math:`\lambda_R(\beta)` from the Gibbs moments (:mod:`.finite_temperature`), the independent
+:math:`\lambda_R(\beta)` from the Gibbs moments (:mod:`symattn.numerics.finite_temperature`), the independent
 route the tests compare the zero-temperature formula with.
 
 **Verdict.** ``"unstable"`` when the prox jumps, i.e. some node's two lowest minima lie within
