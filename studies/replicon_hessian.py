@@ -102,7 +102,7 @@ import numpy as np
 from symattn.model import ModelParams
 from symattn.simulation._blas import limit_blas_threads
 from symattn.simulation.data import SIGNS, make_dataset
-from symattn.simulation.empirical_risk import block_loss_and_grad_h, order_parameters, pre_activations, risk_and_grad
+from symattn.simulation.empirical_risk import block_loss_and_grad_h, order_parameters, pre_activations
 from symattn.simulation.train import minimise, warm_start
 from symattn.stats import mean_se
 
@@ -152,14 +152,9 @@ def exact_hessian(Q, data, chunk_size=None):
 
 
 def fd_hessian(Q, data, step=1e-5):
-    """Reference: central differences of the exact gradient (as in studies/hessian_spectrum.py)."""
-    d = len(Q)
-    H = np.empty((d, d))
-    for j in range(d):
-        e = np.zeros(d)
-        e[j] = step
-        H[:, j] = (risk_and_grad(Q + e, data)[1] - risk_and_grad(Q - e, data)[1]) / (2 * step)
-    return (H + H.T) / 2
+    """Reference: central differences of the exact gradient (studies/hessian_spectrum.py)."""
+    from hessian_spectrum import hessian         # studies/, next to this script
+    return hessian(Q, data, step)
 
 
 def spectral_stats(ev, d):
