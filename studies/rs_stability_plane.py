@@ -64,8 +64,7 @@ def omega_task(omega):
                 continue
             x0 = fp.x
             q, m, theta, V = fp.x
-            w, hs = ch.node_map(q, m, theta)
-            t = np.diagonal(ch.targets(hs), axis1=1, axis2=2).copy()
+            w, t = ch.diagonal_nodes(q, m, theta)
             pr = prox(w, t, V, p.sigma, gtol=ch.gtol)
             r3 = rs_stability(ch, fp.x, float(alpha), minima=pr)
             r2 = rs_stability(ch, fp.x, float(alpha), delta=1e-2, minima=pr)

@@ -165,6 +165,13 @@ class OutputChannel:
         shape_kernels().teacher_nodes(np.ascontiguousarray(hs), float(p.omega), p.A_array, T)
         return T
 
+    def diagonal_nodes(self, q, m, theta):
+        """``(w, t)``: the student's mean pre-activations and the diagonal of the teacher's
+        targets, each ``(n, 2)`` (what :func:`~symattn.numerics.prox.prox` takes at the
+        paper's shape)."""
+        w, hs = self.node_map(q, m, theta)
+        return w, np.diagonal(self.targets(hs), axis1=1, axis2=2).copy()
+
     def _setup(self, x):
         q, m, theta, V = x
         self._check_domain(q, theta, V)

@@ -187,8 +187,7 @@ class FiniteTemperatureMap:
     def __call__(self, x, alpha: float, pin_m: bool = False):
         ch, p = self.channel, self.channel.params
         q, m, theta, V = (float(v) for v in x)
-        w, hs = ch.node_map(q, m, theta)
-        t = np.diagonal(ch.targets(hs), axis1=1, axis2=2).copy()
+        w, t = ch.diagonal_nodes(q, m, theta)
         g = gibbs_moments(w, t, V, self.beta, p.sigma, order=self.order)
         xi, eta = ch.nodes.xi, ch.nodes.eta
         cols = (xi[:, 0], xi[:, 1], eta[:, 0], eta[:, 1], g.f[:, 0], g.f[:, 1], g.c[:, 0],

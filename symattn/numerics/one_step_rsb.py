@@ -189,8 +189,7 @@ class OneStepRSBMap:
         if not (q0_ > 0 and Dq > 0 and V_ > 0 and x_ > 0):
             raise InvalidOrderParameters(f"need 0 < q0 < q1, V > 0, x > 0; got {z}")
         ch = self.channel
-        w0, hs = ch.node_map(q0_, m_, th_)
-        t = np.diagonal(ch.targets(hs), axis1=1, axis2=2).copy()
+        w0, t = ch.diagonal_nodes(q0_, m_, th_)
         # warm: follow the last full evaluation's minima only (a smooth map for the Jacobian);
         # full: the default starts and those minima, so that a minimum the default set misses
         # but the last evaluation found is not lost (the map would jump between evaluations)

@@ -119,7 +119,7 @@ class RSStability:
                 f"{self.delta:g}); {self.reason})")
 
 
-def _verdict(replicon, replicon_err, growth, n_tie, n_tie_10, delta, n):
+def _verdict(replicon, replicon_err, n_tie, n_tie_10, delta, n):
     if n_tie > 0:
         return "unstable", (f"the prox jumps: {n_tie} of {n} nodes have their two lowest minima "
                             f"within {delta:g}, so the replicon grows like beta at zero "
@@ -141,8 +141,7 @@ def rs_stability(channel, x, alpha: float, *, delta: float = DEFAULT_DELTA,
     :class:`~symattn.numerics.prox.ProxResult` at ``x`` if already computed."""
     q, m, theta, V = (float(v) for v in x)
     p = channel.params
-    w, hs = channel.node_map(q, m, theta)
-    t = np.diagonal(channel.targets(hs), axis1=1, axis2=2).copy()
+    w, t = channel.diagonal_nodes(q, m, theta)
     pr = minima if minima is not None else prox(w, t, V, p.sigma, gtol=channel.gtol)
     zero_t, _, per_slab = _replicon_kernels()
     H = _hessian(pr.h, w, t, V, p.sigma)
@@ -161,7 +160,7 @@ def rs_stability(channel, x, alpha: float, *, delta: float = DEFAULT_DELTA,
     growth = float(wt @ contrib)
     n_tie, n_tie_10 = int(tie.sum()), int(tie10.sum())
     growth_err = growth / math.sqrt(n_tie) if n_tie else 0.0
-    verdict, reason = _verdict(replicon, replicon_err, growth, n_tie, n_tie_10, delta, n)
+    verdict, reason = _verdict(replicon, replicon_err, n_tie, n_tie_10, delta, n)
     return RSStability(alpha=alpha, replicon=replicon, replicon_err=replicon_err,
                        growth=growth, growth_err=growth_err,
                        two_minima=float(wt[ok & np.isfinite(gap)].sum()),
@@ -183,7 +182,7 @@ def combine_stability(reports) -> RSStability:
     n_tie = sum(round(r.near_tie * r.n_nodes) for r in reports)
     n_tie_10 = sum(round(r.near_tie_10 * r.n_nodes) for r in reports)
     jumps = [r.jump for r in reports if math.isfinite(r.jump)]
-    verdict, reason = _verdict(*mean["replicon"], mean["growth"][0], n_tie, n_tie_10, r0.delta, n)
+    verdict, reason = _verdict(*mean["replicon"], n_tie, n_tie_10, r0.delta, n)
     return RSStability(alpha=r0.alpha, replicon=mean["replicon"][0],
                        replicon_err=mean["replicon"][1], growth=mean["growth"][0],
                        growth_err=mean["growth"][1],
@@ -201,8 +200,7 @@ def replicon_at_beta(channel, x, alpha: float, beta: float, *, order: int = 24,
     parameters held at ``x``: the finite-temperature fixed point moves by ``O(1/beta)``)."""
     q, m, theta, V = (float(v) for v in x)
     p = channel.params
-    w, hs = channel.node_map(q, m, theta)
-    t = np.diagonal(channel.targets(hs), axis1=1, axis2=2).copy()
+    w, t = channel.diagonal_nodes(q, m, theta)
     g = gibbs_moments(w, t, V, beta, p.sigma, order=order, minima=minima)
     _, fin, _ = _replicon_kernels()
     vals = fin(g.cov[:, 0, 0], g.cov[:, 0, 1], g.cov[:, 1, 1], V, beta, alpha)

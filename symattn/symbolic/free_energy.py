@@ -37,7 +37,8 @@ from .expectation import Expect, GaussianNodes, OutputF
 from .moreau import MoreauEnvelope, MoreauObjective, envelope_derivatives
 
 __all__ = ["ChannelSetting", "PAPER_SETTING", "prior_channel", "gaussian_moment",
-           "SaddlePointEquations", "solve_stationarity", "derive_saddle_point"]
+           "SaddlePointEquations", "solve_stationarity", "derive_saddle_point",
+           "apply_derivative_rules"]
 
 
 @dataclass(frozen=True)
@@ -185,22 +186,21 @@ def _envelope_rules(setting, w, hs):
     return F, rules
 
 
-def _apply_envelope(expr, Mfun, F, rules, w):
-    """Replace derivatives of M containing a w_l or V by the envelope expressions."""
+def apply_derivative_rules(expr, Mfun, rules):
+    """Replace the derivatives of the abstract node function ``Mfun`` by ``rules``
+    (``{variable: derivative}``, tried in their order): the first variable of a derivative that
+    has a rule is replaced by it, the remaining ones differentiate the result (mixed
+    derivatives, e.g. in ``w_l`` and ``h*_k``); derivatives in variables without a rule stay."""
     def rewrite(d):
         if d.expr != Mfun:
             return d
         vars_ = list(d.variables)
-        for wl in w:
-            if wl in vars_:
-                vars_.remove(wl)
-                base = rules[wl]
-                return sp.diff(base, *vars_) if vars_ else base
-        if vars_ == [V]:
-            return rules[V]
+        for var in rules:
+            if var in vars_:
+                vars_.remove(var)
+                return sp.diff(rules[var], *vars_) if vars_ else rules[var]
         return d
-    out = expr.replace(lambda e: isinstance(e, sp.Derivative), rewrite)
-    return out.subs(Mfun.diff(V), rules[V]) if Mfun.diff(V) in out.atoms(sp.Derivative) else out
+    return expr.replace(lambda e: isinstance(e, sp.Derivative), rewrite)
 
 
 def _has_hs_derivative_of_M(G, Mfun, hs) -> bool:
@@ -244,9 +244,9 @@ def solve_stationarity(phi, nodes, Mfun, F, rules, w, hs):
     stationarity = []
     for x in ORDER_PARAMS:
         d = nodes.derivative(phi, x)
-        d = nodes.linear(_apply_envelope(d, Mfun, F, rules, w))
+        d = nodes.linear(apply_derivative_rules(d, Mfun, rules))
         d = nodes.collect(nodes.stein(d, select=is_hs_term))
-        d = nodes.collect(_apply_envelope(d, Mfun, F, rules, w))
+        d = nodes.collect(apply_derivative_rules(d, Mfun, rules))
         d = _eta_form(d, nodes, F, hs)
         if d.has(Mfun.func):
             raise AssertionError(f"dPhi/d{x}: derivatives of {Mfun.func.__name__} survive: {d}")

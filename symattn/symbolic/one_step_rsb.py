@@ -58,7 +58,7 @@ from ..model.symbols import V, V_hat, alpha, lam, m, m_hat, rho, sigma, theta, t
 from .expectation import Expect, GaussianNodes, OutputF
 from .finite_temperature import beta, teacher_average
 from .free_energy import (PAPER_SETTING, ChannelSetting, _envelope_rules, _eta_form,
-                          _has_hs_derivative_of_M)
+                          _has_hs_derivative_of_M, apply_derivative_rules)
 from .moreau import MoreauEnvelope
 
 __all__ = ["q0", "q1", "q0_hat", "q1_hat", "x", "D", "ORDER", "HATS", "RSBEnvelope",
@@ -266,21 +266,6 @@ def tilted_shift_rule(setting: ChannelSetting, w, hs):
     return out
 
 
-def _apply_rules(expr, Mfun, rules):
-    """Replace derivatives of ``Mfun`` by the rules: the first variable that has a rule is
-    replaced, the remaining ones differentiate the result."""
-    def rewrite(d):
-        if d.expr != Mfun:
-            return d
-        vars_ = list(d.variables)
-        for var in vars_:
-            if var in rules:
-                vars_.remove(var)
-                return sp.diff(rules[var], *vars_) if vars_ else rules[var]
-        return d
-    return expr.replace(lambda e: isinstance(e, sp.Derivative), rewrite)
-
-
 # --------------------------------------------------------------------------------------
 # the saddle point
 # --------------------------------------------------------------------------------------
@@ -320,9 +305,9 @@ def derive_one_step_rsb(setting: ChannelSetting = PAPER_SETTING) -> OneStepRSBEq
 
     def stationary(var):
         d = nodes.derivative(phi, var)
-        d = nodes.linear(_apply_rules(d, Mfun, rules))
+        d = nodes.linear(apply_derivative_rules(d, Mfun, rules))
         d = nodes.collect(nodes.stein(d, select=is_hs_term))
-        d = nodes.collect(_apply_rules(d, Mfun, rules))
+        d = nodes.collect(apply_derivative_rules(d, Mfun, rules))
         # the atoms E[xi_0l <f_l>]: Stein's lemma in xi_0, the shift rule for d<f_l>/dw_0l
         d = nodes.collect(nodes.stein(d, select=lambda G: isinstance(G, TiltedF)))
         d = d.replace(lambda e: isinstance(e, sp.Derivative) and isinstance(e.expr, TiltedF)
