@@ -152,13 +152,16 @@ class SaddlePointEquations:
     envelope: dict = field(repr=False)
 
 
-def _node_setup(setting: ChannelSetting):
+def _node_setup(setting: ChannelSetting, overlap=q, extra=None):
+    """The node map ``w_l = sqrt(overlap) xi_l + s_l m``, ``h*_l`` correlated with ``xi_l``
+    through ``theta``, plus the ``extra`` entries (e.g. 1RSB's ``D = q_1 - q_0``)."""
     L = setting.L
+    q = overlap
     xi = sp.symbols(f"xi_1:{L + 1}", real=True)
     eta = sp.symbols(f"eta_1:{L + 1}", real=True)
     w = sp.symbols(f"w_1:{L + 1}", real=True)
     hs = sp.symbols(f"h^*_1:{L + 1}", real=True)
-    node_map = {}
+    node_map = dict(extra or {})
     for l in range(L):
         node_map[w[l]] = sp.sqrt(q) * xi[l] + setting.signs[l] * m
         node_map[hs[l]] = theta / sp.sqrt(q) * xi[l] + sp.sqrt(rho - theta**2 / q) * eta[l]

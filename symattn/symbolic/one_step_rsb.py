@@ -54,11 +54,11 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from ..model.symbols import V, V_hat, alpha, lam, m, m_hat, rho, sigma, theta, theta_hat
-from .expectation import Expect, GaussianNodes, OutputF
+from ..model.symbols import V, V_hat, alpha, lam, m, m_hat, sigma, theta, theta_hat
+from .expectation import Expect, OutputF
 from .finite_temperature import beta, teacher_average
 from .free_energy import (PAPER_SETTING, ChannelSetting, _envelope_rules, _eta_form,
-                          _has_hs_derivative_of_M, apply_derivative_rules)
+                          _has_hs_derivative_of_M, _node_setup, apply_derivative_rules)
 from .moreau import MoreauEnvelope
 
 __all__ = ["q0", "q1", "q0_hat", "q1_hat", "x", "D", "ORDER", "HATS", "RSBEnvelope",
@@ -183,19 +183,6 @@ def rsb_prior() -> RSBPrior:
 # --------------------------------------------------------------------------------------
 # the output term
 # --------------------------------------------------------------------------------------
-def _node_setup_rsb(setting: ChannelSetting):
-    L = setting.L
-    xi = sp.symbols(f"xi_1:{L + 1}", real=True)
-    eta = sp.symbols(f"eta_1:{L + 1}", real=True)
-    w = sp.symbols(f"w_1:{L + 1}", real=True)
-    hs = sp.symbols(f"h^*_1:{L + 1}", real=True)
-    node_map = {D: q1 - q0}
-    for l in range(L):
-        node_map[w[l]] = sp.sqrt(q0) * xi[l] + setting.signs[l] * m
-        node_map[hs[l]] = theta / sp.sqrt(q0) * xi[l] + sp.sqrt(rho - theta**2 / q0) * eta[l]
-    return GaussianNodes(xi=xi, eta=eta, node_map=node_map), w, hs
-
-
 def rsb_output_rules(setting: ChannelSetting, w, hs):
     r"""Derive the derivatives of :math:`\mathcal M_x` in ``w_0``, ``V``, ``D``, ``x`` (module
     doc).  Returns ``(Mfun, tilted, rules)`` with ``tilted`` the abstract
@@ -291,7 +278,7 @@ class OneStepRSBEquations:
 @functools.lru_cache(maxsize=None)
 def derive_one_step_rsb(setting: ChannelSetting = PAPER_SETTING) -> OneStepRSBEquations:
     """Derive the zero-temperature 1RSB saddle-point equations (module doc; cached)."""
-    nodes, w, hs = _node_setup_rsb(setting)
+    nodes, w, hs = _node_setup(setting, q0, {D: q1 - q0})
     Mfun, tilted, rules = rsb_output_rules(setting, w, hs)
     shift = tilted_shift_rule(setting, w, hs)
     phi = rsb_prior().zero_temperature - alpha * Expect(Mfun)
