@@ -176,7 +176,7 @@ class OneStepRSBMap:
         return (self.alpha, p.rho, p.sigma, p.lam)
 
     def evaluate(self, z, warm: bool = False):
-        """``(residual (6,), hats (5,), phi)`` at ``z``: the prior equations' new order
+        r"""``(residual (6,), hats (5,), phi)`` at ``z``: the prior equations' new order
         parameters minus ``z[:5]``, and :math:`x^2\partial_x\Phi/|\Phi|`; ``warm``: the prox
         from the last full evaluation's minima only (for Jacobian columns)."""
         atoms_k, hats_k, prior_k, x_eq_k, phi_k = self._kern
