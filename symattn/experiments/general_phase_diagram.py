@@ -3,7 +3,9 @@ r"""The phase diagram of a general model (model page §7) in the ``(alpha, omega
 For every ``omega`` of a grid, one task: :func:`~symattn.numerics.general_thresholds.
 compute_general_thresholds` on ``rules`` scrambles of ``2^log2n`` points (the global minimum's
 character at both ends of ``bracket``, ``alpha_c`` where it changes, first-order or continuous,
-and ``alpha_l``; error bar: one standard error plus the root finders' bounds).  It runs through
+and ``alpha_l``; error bar: one standard error plus the root finders' bounds; the RS-stability
+reports of both branches at ``alpha_c``, combined over the scrambles, in the point file under
+``rs_stability``, not in the CSV).  It runs through
 the paper's phase-diagram machinery (:func:`~symattn.experiments.phase_diagram.run_phase_diagram`:
 one JSON file per ``omega`` as it finishes, resumable, locked folder, any executor); the branch
 ends and curves of the paper's diagram are not computed for the general model.
@@ -65,7 +67,7 @@ def general_phase_point(params_dict: dict, omega: float, settings_dict: dict) ->
         d = res.to_dict()
         out.update({k: d[k] for k in ("alpha_c", "alpha_c_err", "alpha_l", "alpha_l_err",
                                       "below", "above", "transition", "verified", "eps_lin",
-                                      "eps_lin_err")})
+                                      "eps_lin_err", "rs_stability")})
         out["rules"] = [{k: r[k] for k in ("seed", "alpha_c", "alpha_l", "alpha_l_branch",
                                            "verified", "lower_points", "wall_time")}
                         for r in d["per_rule"]]

@@ -349,13 +349,20 @@ class GeneralFixedPoint:
     E_M: float = float("nan")
     #: the smoothing width of the minimiser selection it is a fixed point at
     eps: float = 0.0
+    #: the RS-stability report (:mod:`symattn.numerics.general_stability`), attached to the
+    #: fixed points symattn reports (the search's, the thresholds' at ``alpha_c``), not to
+    #: every solve
+    stability: object = field(default=None, repr=False)
 
     def as_dict(self) -> dict:
-        return {"alpha": self.alpha, "converged": self.converged, "residual": self.residual,
-                "iterations": self.iterations, "eps_t": self.eps_t, "phi": self.phi,
-                "E_M": self.E_M, "eps": self.eps,
-                "n_failed": self.n_failed, "wall_time": self.wall_time, "rule": self.rule,
-                "message": self.message, **self.x.as_dict()}
+        out = {"alpha": self.alpha, "converged": self.converged, "residual": self.residual,
+               "iterations": self.iterations, "eps_t": self.eps_t, "phi": self.phi,
+               "E_M": self.E_M, "eps": self.eps,
+               "n_failed": self.n_failed, "wall_time": self.wall_time, "rule": self.rule,
+               "message": self.message, **self.x.as_dict()}
+        if self.stability is not None:
+            out["rs_stability"] = self.stability.to_dict()
+        return out
 
 
 def prox_jump_measure(channel: GeneralChannel, x: OrderParameters,

@@ -12,9 +12,11 @@ Converged solutions are merged when their gauge-fixed order parameters agree to 
 (default ``2e-3``: a rule of ``2^12`` points breaks the sign symmetry ``Q -> -Q`` enough to move
 the two copies of one fixed point apart by ``2e-4`` in ``theta``, measured on the appendix
 matrix);
-each distinct fixed point is reported with its character, ``eps_t``, ``Phi``, residual and the
-number of starts that reached it, and the one with the lowest ``eps_t`` is the replica-symmetric
-prediction for the global minimum of the training loss.
+each distinct fixed point is reported with its character, ``eps_t``, ``Phi``, residual, the
+number of starts that reached it and its RS-stability report
+(:func:`~symattn.numerics.general_stability.general_rs_stability`, on the same rule), and the one
+with the lowest ``eps_t`` is the replica-symmetric prediction for the global minimum of the
+training loss.
 
 Character of a fixed point (``tiny`` = :data:`TINY`): *semantic* if ``|theta| > tiny`` and
 ``|M| <= tiny``; *positional* if the reverse; *mixed* if both; *trivial* if neither.  ``TINY``
@@ -35,6 +37,7 @@ import numpy as np
 from ..model import ModelParams
 from .general import (GeneralChannel, GeneralFixedPoint, InvalidGeneralOrderParameters,
                       OrderParameters, solve_general)
+from .general_stability import general_rs_stability
 
 __all__ = ["FoundFixedPoint", "search_starts", "find_fixed_points", "character"]
 
@@ -141,12 +144,16 @@ def _key(x: OrderParameters) -> np.ndarray:
 
 def find_fixed_points(channel: GeneralChannel, alpha: float, starts=None, *,
                       tol: float = 1e-10, merge_tol: float = 2e-3, max_iter: int = 25,
-                      progress=None) -> tuple:
+                      progress=None, stability: bool = True) -> tuple:
     """Every distinct converged fixed point reached from ``starts`` (default
     :func:`search_starts`), lowest ``eps_t`` first (module doc).
 
     ``max_iter`` Newton steps per start (a start that has not converged by then is reported as
     failed: the converged solves of docs/numerics.md took 4 to 13 steps).
+
+    ``stability``: attach the RS-stability report to each distinct fixed point
+    (``fixed_point.stability``; one prox evaluation and the Hessians at each, after the
+    solves).  Callers that use the search internally and report none of its points pass False.
 
     Returns ``(found, failed)``: the :class:`FoundFixedPoint` list, and ``(label, message)`` for
     each start that left the domain or did not converge (reported, never merged in).
@@ -174,6 +181,9 @@ def find_fixed_points(channel: GeneralChannel, alpha: float, starts=None, *,
         else:
             found.append(FoundFixedPoint(fp, character(fp.x), [label]))
     found.sort(key=lambda f: f.eps_t)
+    if stability:
+        for f in found:
+            f.fixed_point.stability = general_rs_stability(channel, f.fixed_point.x, alpha)
     if found:
         found[0].global_minimum = True
     return found, failed

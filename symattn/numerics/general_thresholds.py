@@ -56,8 +56,15 @@ On one scrambled rule (:func:`general_thresholds_on_nodes`):
    cannot represent the teacher's positional part), ``alpha_l`` is ``nan`` and
    ``alpha_l_branch`` says why; ``alpha_c`` stands.
 
+6. **RS stability.**  The two branches' fixed points at ``alpha_c`` (``at_alpha_c``) carry
+   their RS-stability report on the rule
+   (:func:`~symattn.numerics.general_stability.general_rs_stability`); the searches' points,
+   used internally, do not.
+
 :func:`compute_general_thresholds`: the mean over scrambles, with one standard error plus the
-largest root bracket as the error bar (as :mod:`symattn.numerics.thresholds`).
+largest root bracket as the error bar (as :mod:`symattn.numerics.thresholds`), and the reports
+at each scramble's ``alpha_c`` combined per branch (``rs_stability``, keyed by character;
+:func:`~symattn.numerics.stability.combine_stability`).
 """
 
 from __future__ import annotations
@@ -75,6 +82,8 @@ from ..stats import mean_se
 from .general import (GeneralChannel, GeneralFixedPoint, InvalidGeneralOrderParameters,
                       OrderParameters, general_eps_g, general_eps_lin, nodes_for, solve_general)
 from .general_search import character, find_fixed_points, search_starts
+from .general_stability import general_rs_stability
+from .stability import combine_stability
 from .thresholds import ThresholdNotFound
 
 __all__ = ["GeneralBranch", "GeneralRuleThresholds", "GeneralThresholds",
@@ -267,6 +276,9 @@ class GeneralThresholds:
     wall_time: float = 0.0
     #: why ``alpha_l`` is ``nan`` (not found on some scramble), or ""
     alpha_l_note: str = ""
+    #: per branch character, the RS-stability reports at each scramble's ``alpha_c`` combined
+    #: (module doc, step 6; empty when combined from saved per-rule dicts)
+    rs_stability: dict = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
         return (f"GeneralThresholds({self.below} -> {self.above} ({self.transition}): alpha_c = "
@@ -285,6 +297,7 @@ class GeneralThresholds:
                 "params": self.params,
                 "settings": self.settings, "wall_time": self.wall_time,
                 "verified": all(_get(r, "verified") is not False for r in self.per_rule),
+                "rs_stability": {k: r.to_dict() for k, r in self.rs_stability.items()},
                 "per_rule": [r if isinstance(r, dict) else r.as_dict() for r in self.per_rule]}
 
 
@@ -450,7 +463,7 @@ def general_thresholds_on_nodes(params: ModelParams, nodes, *, bracket=(0.5, 2.0
         branches = {}
         for side, a in (("below", lo), ("above", hi)):
             say(f"search at alpha = {a:g}")
-            found, failed = find_fixed_points(channel, a, tol=tol)
+            found, failed = find_fixed_points(channel, a, tol=tol, stability=False)
             g = _global(found, failed, a)
             searches[side] = {"alpha": a, "fixed_points": [(f.character, f.eps_t) for f in found],
                               "failed": len(failed)}
@@ -476,7 +489,7 @@ def general_thresholds_on_nodes(params: ModelParams, nodes, *, bracket=(0.5, 2.0
         if not verify:
             break
         say(f"search at alpha_c = {ac:.6g}")
-        found, _ = find_fixed_points(channel, ac, tol=tol)
+        found, _ = find_fixed_points(channel, ac, tol=tol, stability=False)
         floor = min(fb.eps_t, fa.eps_t) - verify_margin
         lower = [{"character": f.character, "eps_t": f.eps_t,
                   "theta": float(np.abs(f.fixed_point.x.theta).max()),
@@ -493,6 +506,9 @@ def general_thresholds_on_nodes(params: ModelParams, nodes, *, bracket=(0.5, 2.0
         say(f"a lower {better[1].kind} point at alpha_c: following it instead")
         below, above = (better[1], above) if better[0] == 0 else (below, better[1])
         switches += 1
+    say("RS stability at alpha_c")
+    for fp in {id(fp): fp for fp in (fb, fa)}.values():   # one point if the transition is continuous
+        fp.stability = general_rs_stability(channel, fp.x, fp.alpha)
     eps_g, eps_lin = _observables(params, nodes)
     say("alpha_l")
     try:
@@ -574,8 +590,13 @@ def combine_rules(params: ModelParams, per: list, settings: dict,
     if params.is_paper_shape:
         el_se = 0.0     # the Gauss-Hermite value: the same on every rule
     (below, above, transition), = kinds
+    reports = {}
+    for side, kind in (("below", below), ("above", above)):
+        got = [None if isinstance(r, dict) else r.at_alpha_c[side].stability for r in per]
+        if got and all(g is not None for g in got):
+            reports[kind] = combine_stability(got)
     return GeneralThresholds(**out, eps_lin=el, eps_lin_err=el_se, below=below, above=above,
                              transition=transition,
                              params=params.as_dict(), settings=settings, per_rule=per,
-                             wall_time=wall_time)
+                             wall_time=wall_time, rs_stability=reports)
 

@@ -22,7 +22,9 @@ strongly.
 :func:`rs_stability` computes, on a channel's rule at an order-parameter point, the terms above
 and a verdict (:class:`RSStability`); :func:`replicon_at_beta` evaluates
 :math:`\lambda_R(\beta)` from the Gibbs moments (:mod:`symattn.numerics.finite_temperature`), the independent
-route the tests compare the zero-temperature formula with.
+route the tests compare the zero-temperature formula with.  The general model's report (any
+``L``, ranks ``r``, ``r_t``) is :mod:`symattn.numerics.general_stability`'s, with this class and
+verdict.
 
 **Verdict.** ``"unstable"`` when the prox jumps, i.e. some node's two lowest minima lie within
 ``delta`` (default ``1e-3``) of each other (``s > 0``), or when :math:`\lambda_R^{\rm cont} \ge 1`;
@@ -52,18 +54,22 @@ DEFAULT_DELTA = 1e-3
 
 
 @functools.lru_cache(maxsize=None)
-def _replicon_kernels():
-    """The derived ``lambda_R`` integrands, lambdified: ``(zero_t(J11, J12, J22, alpha),
-    finite_beta(C11, C12, C22, V, beta, alpha), per_slab(|Delta|, V, delta))``."""
+def _replicon_kernels(L: int = 2):
+    """The derived ``lambda_R`` integrands for ``L`` tokens (:func:`~symattn.symbolic.replicon.
+    derive_replicon`), lambdified: ``(zero_t(*J, alpha), finite_beta(*C, V, beta, alpha),
+    per_slab(|Delta|, V, delta))`` with ``J``, ``C`` the upper triangles of the symmetric
+    ``L x L`` matrices, row by row (``L = 2``: ``J11, J12, J22``)."""
     import sympy as sp
 
     from ..model.symbols import V, alpha
     from ..symbolic.finite_temperature import beta
     from ..symbolic.replicon import derive_replicon
-    eq = derive_replicon(2)
-    J, C = eq.J, eq.C
-    zero_t = sp.lambdify((J[0, 0], J[0, 1], J[1, 1], alpha), eq.zero_temperature, "numpy")
-    fin = sp.lambdify((C[0, 0], C[0, 1], C[1, 1], V, beta, alpha), eq.finite_beta, "numpy")
+    eq = derive_replicon(L)
+    iu = list(zip(*np.triu_indices(L)))
+    J = [eq.J[i, j] for i, j in iu]
+    C = [eq.C[i, j] for i, j in iu]
+    zero_t = sp.lambdify((*J, alpha), eq.zero_temperature, "numpy")
+    fin = sp.lambdify((*C, V, beta, alpha), eq.finite_beta, "numpy")
     syms = {s.name: s for s in eq.jump_per_slab.free_symbols}
     Dn, delta = syms["|Delta|"], syms["delta"]
     per_slab = sp.lambdify((Dn, V, delta), eq.jump_per_slab, "numpy")
@@ -78,7 +84,9 @@ class RSStability:
     :math:`\\beta` (``0`` where no node is within ``delta`` of a tie), ``two_minima`` the
     Gaussian weight of the nodes with a second local minimum, ``near_tie`` the weights within
     ``delta`` and ``10 delta`` of a tie, ``jump`` the mean :math:`|\\Delta|` there; ``_err`` are
-    standard errors (over scrambles when combined, else from the node counts)."""
+    standard errors (over scrambles when combined, else from the node counts).  Where a term is
+    not computed it is ``nan`` and ``replicon_note`` says why (the general model at rank
+    ``r > 1``, :mod:`symattn.numerics.general_stability`)."""
 
     alpha: float
     replicon: float
@@ -94,12 +102,17 @@ class RSStability:
     verdict: str
     reason: str
     per_rule: list = field(default_factory=list, repr=False)
+    #: why ``replicon`` (and then ``growth``) is ``nan``, if it is; "" otherwise
+    replicon_note: str = field(default="", repr=False)
 
     @property
     def beta_star(self) -> float:
         r"""The inverse temperature at which :math:`\lambda_{\rm cont} + s\beta` reaches one:
         the zero-temperature instability shows at :math:`\beta \gtrsim \beta^*` (``inf``
-        where ``s = 0``, ``0`` where the continuous part alone exceeds one)."""
+        where ``s = 0``, ``0`` where the continuous part alone exceeds one, ``nan`` where
+        either term is not computed)."""
+        if math.isnan(self.replicon) or math.isnan(self.growth):
+            return math.nan
         if self.replicon >= 1:
             return 0.0
         return (1 - self.replicon) / self.growth if self.growth > 0 else math.inf
@@ -112,18 +125,24 @@ class RSStability:
         return out
 
     def __repr__(self) -> str:
-        bs = f"{self.beta_star:.3g}" if math.isfinite(self.beta_star) else "inf"
+        bs = (f"{self.beta_star:.3g}" if math.isfinite(self.beta_star)
+              else "unknown" if math.isnan(self.beta_star) else "inf")
         return (f"RSStability({self.verdict}: replicon {format_estimate(self.replicon, self.replicon_err)}"
                 f" + beta x {format_estimate(self.growth, self.growth_err)} (reaches 1 at beta "
                 f"= {bs}); prox near a tie on {self.near_tie:.2e} of the measure (gap < "
                 f"{self.delta:g}); {self.reason})")
 
 
-def _verdict(replicon, replicon_err, n_tie, n_tie_10, delta, n):
+def _verdict(replicon, replicon_err, n_tie, n_tie_10, delta, n, missing: str = ""):
+    """``(verdict, reason)`` (module doc).  A ``nan`` replicon (not computed: ``missing`` says
+    why) decides nothing: unstable if the prox jumps, else undecided, never stable."""
     if n_tie > 0:
         return "unstable", (f"the prox jumps: {n_tie} of {n} nodes have their two lowest minima "
                             f"within {delta:g}, so the replicon grows like beta at zero "
                             f"temperature")
+    if math.isnan(replicon):
+        return "undecided", (f"{missing or 'the replicon is not available'}; no node within "
+                             f"{delta:g} of a tie among {n} ({n_tie_10} within {10 * delta:g})")
     if replicon - 2 * replicon_err >= 1:
         return "unstable", "the replicon of the continuous prox exceeds 1"
     if n_tie_10 == 0 and replicon + 2 * replicon_err < 1:
@@ -182,7 +201,7 @@ def combine_stability(reports) -> RSStability:
     n_tie = sum(round(r.near_tie * r.n_nodes) for r in reports)
     n_tie_10 = sum(round(r.near_tie_10 * r.n_nodes) for r in reports)
     jumps = [r.jump for r in reports if math.isfinite(r.jump)]
-    verdict, reason = _verdict(*mean["replicon"], n_tie, n_tie_10, r0.delta, n)
+    verdict, reason = _verdict(*mean["replicon"], n_tie, n_tie_10, r0.delta, n, r0.replicon_note)
     return RSStability(alpha=r0.alpha, replicon=mean["replicon"][0],
                        replicon_err=mean["replicon"][1], growth=mean["growth"][0],
                        growth_err=mean["growth"][1],
@@ -190,7 +209,8 @@ def combine_stability(reports) -> RSStability:
                        near_tie=float(np.mean([r.near_tie for r in reports])),
                        near_tie_10=float(np.mean([r.near_tie_10 for r in reports])),
                        jump=float(np.mean(jumps)) if jumps else math.nan, n_nodes=n,
-                       delta=r0.delta, verdict=verdict, reason=reason, per_rule=reports)
+                       delta=r0.delta, verdict=verdict, reason=reason, per_rule=reports,
+                       replicon_note=r0.replicon_note)
 
 
 def replicon_at_beta(channel, x, alpha: float, beta: float, *, order: int = 24,
