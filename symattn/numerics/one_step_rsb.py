@@ -3,14 +3,18 @@ r"""The zero-temperature 1RSB saddle point at the paper's shape (model page §8;
 
 **The channel at an outer node** ``(xi_0, eta)`` is an average over the inner Gaussian
 :math:`\xi_1` of functions of the prox at :math:`w_1 = w_0 + \sqrt{q_1 - q_0}\,\xi_1`, tilted by
-:math:`e^{-x\mathcal M(w_1)}`.  The inner average is a tensor Gauss--Hermite rule of ``inner``
-points per axis; the outer one the channel's rule (scrambled Sobol).  Per outer node:
+:math:`e^{-x\mathcal M(w_1)}`.  The inner average is an :class:`InnerRule` (a tensor
+Gauss--Hermite rule, finer on the outer nodes where the inner integrand is rough); the outer
+one the channel's rule (scrambled Sobol).  Per outer node:
 :math:`\mathcal M_x = -\frac1x\log\sum_jg_je^{-x\mathcal M_j}`, :math:`\langle f_l\rangle`,
 :math:`\langle|f|^2\rangle`, :math:`\langle\xi_{1,l}f_l\rangle`, :math:`\langle\mathcal M\rangle`
 with the tilted weights :math:`g_je^{-x\mathcal M_j}/\sum`.  The integrand of the inner
 average is continuous in :math:`\xi_1` (the prox's jumps make ``f`` jump, not
-:math:`e^{-x\mathcal M}`), so the rule converges, if slowly where ``f`` jumps; the error is
-measured by changing ``inner`` (:func:`solve_one_step_rsb` reports it).
+:math:`e^{-x\mathcal M}`), so the rule converges, if slowly where ``f`` jumps or turns
+steeply.  Those outer nodes (a fifth to a half of them at alpha = 1: :meth:`OneStepRSBMap.
+classify`) get the ``fine`` rule, the rest the coarse one; the error is measured by changing
+both (``studies/one_step_rsb_inner.py``: at alpha = 1, x = 1000, eps_t moves by 8e-10 from
+12/48 to 16/64 points, q_1's residual by 1e-5).
 
 **The map** (:class:`OneStepRSBMap`): from ``z = (q_0, q_1, m, theta, V, x)`` the derived
 output equations give the conjugates, the prior equations new ``(q_0, q_1, m, theta, V)``, and
@@ -29,9 +33,10 @@ import numpy as np
 from scipy import special
 
 from .channel import InvalidOrderParameters
+from .finite_temperature import _hessian
 from .prox import prox
 
-__all__ = ["RSBNodes", "rsb_node_moments", "OneStepRSBMap", "OneStepRSBPoint",
+__all__ = ["InnerRule", "RSBNodes", "rsb_node_moments", "OneStepRSBMap", "OneStepRSBPoint",
            "solve_one_step_rsb", "solve_ladder", "EPS_STAGES"]
 
 
@@ -95,18 +100,63 @@ def _inner_rule(order: int):
     return np.stack([Z1.ravel(), Z2.ravel()], 1), np.outer(g, g).ravel()
 
 
-def rsb_node_moments(w0, t, V, Dq, x, sigma, *, inner: int = 12, eps: float = 1e-3,
+@dataclass(frozen=True)
+class InnerRule:
+    r"""The inner rule of the 1RSB channel: a tensor Gauss--Hermite rule of ``size`` points per
+    axis, the same at every outer node (``kind`` ``"gh"``, the only one).
+
+    It converges fast where the inner integrand is smooth, and slowly where the prox jumps or
+    turns steeply inside the inner Gaussian: :class:`OneStepRSBMap` spends a finer rule on
+    those nodes (``fine``).  With ``recentre`` the rule is placed on a Gaussian proposal near
+    the tilted inner measure's mode and reweighted exactly (:func:`_tilted_gaussian`): the mode
+    moves by about :math:`x\sqrt{q_1-q_0}\,|f|`, several inner standard deviations at
+    :math:`x \gtrsim 10^4` at the paper's point, where a rule centred at zero needs many
+    points.  Measured (``studies/one_step_rsb_inner.py``, alpha = 2, smooth): at x = 1e4,
+    16 x 16 recentred points are within 4e-6 of the exact average where 10 x 10 centred ones
+    are 1e-3 off, but 24 x 24 centred points reach 6e-11, and recentring makes the map less
+    smooth where the mode search meets a jump; so it is off by default, for x up to about
+    1e4, and an option beyond."""
+
+    kind: str = "gh"
+    size: int = 12
+    #: place the rule on a proposal near the tilted measure's mode (:func:`_tilted_gaussian`)
+    recentre: bool = False
+
+    def __post_init__(self):
+        if self.kind != "gh":
+            raise ValueError(f"inner rule kind must be 'gh', got {self.kind!r}")
+        if not 1 <= self.size <= 96:
+            raise ValueError(f"inner rule size must be in [1, 96], got {self.size}")
+
+    @property
+    def points_per_node(self) -> int:
+        return self.size**2
+
+    def points(self, n: int):
+        """``(zeta, g)``: ``zeta`` ``(k, 2)``, the same at every node, and weights ``g``
+        ``(k,)`` summing to one."""
+        return _inner_rule(self.size)
+
+    def __str__(self) -> str:
+        return f"Gauss-Hermite {self.size}x{self.size}" + (", recentred" if self.recentre else "")
+
+
+def _as_rule(inner) -> InnerRule:
+    return inner if isinstance(inner, InnerRule) else InnerRule("gh", int(inner))
+
+
+def rsb_node_moments(w0, t, V, Dq, x, sigma, *, inner=12, eps: float = 1e-3,
                      starts=None, only_starts: bool = True, gtol: float = 1e-13) -> RSBNodes:
     """The tilted inner averages at every outer node (module doc).  ``w0``, ``t`` ``(n, 2)``;
-    ``starts``: ``(n * inner^2, k, 2)`` warm starts (the previous call's minima), alone
+    ``inner``: an :class:`InnerRule` or a Gauss--Hermite order; ``starts``: ``(n k, j, 2)``
+    warm starts (the previous call's minima; ``k`` inner points per node), alone
     (``only_starts``) or added to the default start set.  Where an
     inner point's two lowest minima lie within a few ``eps`` of each other, ``f`` is their
     blend with weight ``expit(gap/eps)`` on the global one (as the RS channel smooths its
     ties, :class:`~symattn.numerics.channel.OutputChannel`): the map is then smooth on the
     scale ``eps`` and Newton converges; the bias is measured by lowering ``eps``."""
-    zeta, g = _inner_rule(inner)
+    w1, zeta, log_iw, g = _inner_points(w0, t, V, Dq, x, sigma, gtol, inner)
     n, k = w0.shape[0], len(g)
-    w1 = (w0[:, None, :] + math.sqrt(Dq) * zeta[None, :, :]).reshape(-1, 2)
     tt = np.repeat(t, k, axis=0)
     if starts is None:
         pr = prox(w1, tt, V, sigma, gtol=gtol)
@@ -125,15 +175,96 @@ def rsb_node_moments(w0, t, V, Dq, x, sigma, *, inner: int = 12, eps: float = 1e
     p[second] = special.expit(pr.gap[second] / eps)
     fB = np.where(second[:, None], (np.where(second[:, None], pr.h2, 0.0) - w1) / V, 0.0)
     f = (p[:, None] * fA + (1 - p[:, None]) * fB).reshape(n, k, 2)
-    Mmin = M.min(axis=1, keepdims=True)
-    e = g[None, :] * np.exp(-x * (M - Mmin))
+    # log of g_j e^{-x M_j} phi(zeta_j) / (the proposal's density at zeta_j), per node
+    a = np.log(g)[None, :] + log_iw - x * M
+    amax = a.max(axis=1, keepdims=True)
+    e = np.exp(a - amax)
     Zs = e.sum(axis=1)
     wt = e / Zs[:, None]
-    return RSBNodes(Mx=Mmin[:, 0] - np.log(Zs) / x,
+    return RSBNodes(Mx=-(amax[:, 0] + np.log(Zs)) / x,
                     f=np.einsum("nk,nkl->nl", wt, f),
                     F2=np.einsum("nk,nk->n", wt, np.sum(f * f, axis=2)),
-                    XiF=np.einsum("nk,nkl->nl", wt, f * zeta[None, :, :]),
+                    XiF=np.einsum("nk,nkl->nl", wt, f * zeta),
                     Mbar=np.einsum("nk,nk->n", wt, M), minima=pr)
+
+
+def _inner_points(w0, t, V, Dq, x, sigma, gtol, inner):
+    """``(w1 (n k, 2), zeta (n, k, 2), log importance weights (n, k) or 0, g (k,))``: the
+    inner rule's points at every node, recentred on the tilted Gaussian if the rule says so."""
+    n = w0.shape[0]
+    rule = _as_rule(inner)
+    u, g = rule.points(n)
+    k = len(g)
+    u = np.broadcast_to(u, (n, k, 2))
+    if rule.recentre and x * Dq > 0:
+        mu, C, logdet = _tilted_gaussian(w0, t, V, Dq, x, sigma, gtol)
+        zeta = mu[:, None, :] + np.einsum("nlj,nkj->nkl", C, u)
+        log_iw = 0.5 * (np.sum(u * u, axis=2) - np.sum(zeta * zeta, axis=2)) + logdet[:, None]
+    else:
+        zeta, log_iw = u, 0.0
+    return (w0[:, None, :] + math.sqrt(Dq) * zeta).reshape(-1, 2), zeta, log_iw, g
+
+
+#: :meth:`OneStepRSBMap.classify`: a node is rough where an inner point's gap is below this many
+#: inner standard deviations' worth of its change
+ROUGH_MARGIN = 8.0
+
+#: :meth:`OneStepRSBMap.classify`: a node is steep where the prox departs from its
+#: linearisation by more than this many inner standard deviations
+STEEP_MARGIN = 3.0
+
+#: the smallest eigenvalue the tilted Gaussian's precision may have (where the Moreau envelope
+#: is concave the quadratic tilt would widen it without bound; the weights correct the rest)
+_MIN_PRECISION = 0.25
+
+#: the share of the tilt's curvature the proposal takes (one half: twice the Laplace
+#: variance; with the full curvature the weights blow up in the tails where the envelope
+#: flattens, studies/one_step_rsb_inner.py)
+_CURV = 0.5
+
+#: damped Newton steps towards the tilted measure's mode, and their longest length in inner
+#: standard deviations (:func:`_tilted_gaussian`)
+_MODE_STEPS = 6
+_MODE_CAP = 3.0
+
+
+def _tilted_gaussian(w0, t, V, Dq, x, sigma, gtol):
+    r"""Per node, a Gaussian proposal for the tilted inner measure
+    :math:`\varphi(\zeta)e^{-x\mathcal M(w_0+\sqrt{D}\zeta)}`: near its mode :math:`\zeta^*`
+    (``_MODE_STEPS`` damped Newton steps from 0 on the log-density
+    :math:`\ell(\zeta) = -|\zeta|^2/2 - x\mathcal M`, with :math:`\nabla\mathcal M = -f`,
+    :math:`\nabla^2\mathcal M = (I - J)/V`; each step at most ``_MODE_CAP`` long and taken in
+    full only where it raises :math:`\ell`, else a quarter of it), with a precision that takes
+    ``_CURV`` of the tilt's curvature there, :math:`I + c\,xD(I-J)/V` (eigenvalues floored at
+    ``_MIN_PRECISION``): wider than the Laplace approximation, so that the importance weights
+    stay bounded where the envelope flattens.  Returns ``(mu, C, log det C)`` with
+    :math:`CC^\top` the proposal's covariance."""
+    I2 = np.eye(2)
+    s = math.sqrt(Dq)
+
+    def at(mu):
+        w = w0 + s * mu
+        pr = prox(w, t, V, sigma, gtol=gtol)
+        J = np.linalg.inv(V * _hessian(pr.h, w, t, V, sigma))
+        curv = x * Dq * (I2 - 0.5 * (J + np.swapaxes(J, 1, 2))) / V
+        return (-0.5 * np.sum(mu * mu, axis=1) - x * pr.value, (pr.h - w) / V, curv)
+
+    mu = np.zeros_like(w0)
+    ell, f, curv = at(mu)
+    for _ in range(_MODE_STEPS):
+        lam, U = np.linalg.eigh(I2 + curv)
+        lam = np.maximum(lam, _MIN_PRECISION)
+        d = np.einsum("nij,nj,nkj,nk->ni", U, 1 / lam, U, x * s * f - mu)
+        norm = np.linalg.norm(d, axis=1, keepdims=True)
+        d *= np.minimum(1.0, _MODE_CAP / np.maximum(norm, 1e-300))
+        cand = at(mu + d)
+        up = cand[0] > ell
+        mu = np.where(up[:, None], mu + d, mu + 0.25 * d)
+        ell, f, curv = at(mu)
+    lam, U = np.linalg.eigh(I2 + _CURV * curv)
+    lam = np.maximum(lam, _MIN_PRECISION)
+    C = np.einsum("nij,nj,nkj->nik", U, lam**-0.5, U)
+    return mu, C, -0.5 * np.sum(np.log(lam), axis=1)
 
 
 @dataclass
@@ -149,6 +280,8 @@ class OneStepRSBPoint:
     converged: bool
     iterations: int
     message: str = ""
+    #: outer nodes integrated with the fine inner rule (:func:`solve_ladder`)
+    n_rough: int = 0
 
     def as_dict(self) -> dict:
         names = ("q0", "q1", "m", "theta", "V", "x")
@@ -156,50 +289,124 @@ class OneStepRSBPoint:
         return {"alpha": self.alpha, **dict(zip(names, map(float, self.z))),
                 **dict(zip(hats, map(float, self.hats))), "eps_t": self.eps_t,
                 "residual": self.residual, "converged": self.converged,
-                "iterations": self.iterations, "message": self.message}
+                "iterations": self.iterations, "message": self.message,
+                "n_rough": self.n_rough}
 
 
 class OneStepRSBMap:
     """The 1RSB residual ``z -> (prior(hats(z)) - z[:5], dPhi/dx)`` on ``channel``'s outer
-    rule with an ``inner``-point Gauss-Hermite rule per axis (module doc).  ``pin``: ``"m"``
+    rule and the inner rule ``inner`` (an :class:`InnerRule` or a Gauss--Hermite order;
+    module doc).  ``pin``: ``"m"``
     (semantic branch: m = m_hat = 0) or ``"theta"`` (positional: theta = theta_hat = 0)."""
 
-    def __init__(self, channel, alpha: float, *, inner: int = 12, pin: str | None = None,
-                 eps: float = 1e-3):
-        self.channel, self.alpha, self.inner, self.pin = channel, float(alpha), inner, pin
+    def __init__(self, channel, alpha: float, *, inner=12, pin: str | None = None,
+                 eps: float = 1e-3, fine: InnerRule | None = None, rough=None):
+        self.channel, self.alpha, self.pin = channel, float(alpha), pin
+        self.inner = _as_rule(inner)
+        self.fine = fine
+        #: the outer nodes integrated with ``fine`` (frozen at the first evaluation, so the
+        #: map stays smooth; :meth:`classify` recomputes it)
+        self.rough = None if rough is None else np.asarray(rough, bool)
         self.eps = eps
-        self._starts = None
+        self._starts = {}
         self._kern = _kernels()
 
     def _params(self):
         p = self.channel.params
         return (self.alpha, p.rho, p.sigma, p.lam)
 
-    def evaluate(self, z, warm: bool = False):
-        r"""``(residual (6,), hats (5,), phi)`` at ``z``: the prior equations' new order
-        parameters minus ``z[:5]``, and :math:`x^2\partial_x\Phi/|\Phi|`; ``warm``: the prox
-        from the last full evaluation's minima only (for Jacobian columns)."""
-        atoms_k, hats_k, prior_k, x_eq_k, phi_k = self._kern
+    def _unpack(self, z):
         q0_, q1_, m_, th_, V_, x_ = (float(v) for v in z)
         if self.pin == "m":
             m_ = 0.0
         if self.pin == "theta":
             th_ = 0.0
-        Dq = q1_ - q0_
-        if not (q0_ > 0 and Dq > 0 and V_ > 0 and x_ > 0):
+        if not (q0_ > 0 and q1_ - q0_ > 0 and V_ > 0 and x_ > 0):
             raise InvalidOrderParameters(f"need 0 < q0 < q1, V > 0, x > 0; got {z}")
+        return q0_, q1_, m_, th_, V_, x_
+
+    def classify(self, z) -> np.ndarray:
+        r"""The outer nodes where the inner integrand is rough at ``z``: at some point of the
+        (coarse) inner rule the global minimiser is not the one Newton reaches from the
+        centre's (the prox left the centre's branch), or a second minimum lies within
+        ``ROUGH_MARGIN`` times what the gap changes over one inner standard deviation,
+        :math:`\sqrt{q_1-q_0}\,|\Delta|/V` (:math:`\nabla_w\,\mathrm{gap} = \Delta/V`); or
+        the prox, continuous, departs from its linearisation at the centre by more than
+        ``STEEP_MARGIN`` inner standard deviations (at alpha = 1, semantic, x = 1000, these
+        nodes held all but 2e-7 of the difference between 24 and 40 Gauss--Hermite points,
+        ``studies/one_step_rsb_inner.py``)."""
+        q0_, q1_, m_, th_, V_, x_ = self._unpack(z)
+        Dq = q1_ - q0_
         ch = self.channel
+        sigma = ch.params.sigma
         w0, t = ch.diagonal_nodes(q0_, m_, th_)
-        # warm: follow the last full evaluation's minima only (a smooth map for the Jacobian);
-        # full: the default starts and those minima, so that a minimum the default set misses
-        # but the last evaluation found is not lost (the map would jump between evaluations)
-        nodes = rsb_node_moments(w0, t, V_, Dq, x_, ch.params.sigma, inner=self.inner,
-                                 eps=self.eps, starts=self._starts, only_starts=warm,
-                                 gtol=ch.gtol)
-        if not warm:
-            pr = nodes.minima
-            both = np.stack([pr.h, np.where(np.isfinite(pr.h2), pr.h2, pr.h)], axis=1)
-            self._starts = both
+        n = w0.shape[0]
+        pr = rsb_node_moments(w0, t, V_, Dq, x_, sigma, inner=self.inner, eps=self.eps,
+                              gtol=ch.gtol).minima
+        k = pr.h.shape[0] // n
+        # the inner points again, from the centre's minimiser only: its branch, followed
+        centre = prox(w0, t, V_, sigma, gtol=ch.gtol)
+        w1 = _inner_points(w0, t, V_, Dq, x_, sigma, ch.gtol, self.inner)[0]
+        follow = prox(w1, np.repeat(t, k, axis=0), V_, sigma, gtol=ch.gtol,
+                      extra_starts=np.repeat(centre.h, k, axis=0)[:, None, :],
+                      include_default=False)
+        left = ~follow.converged | (np.linalg.norm(follow.h - pr.h, axis=1) > 1e-6)
+        scale = math.sqrt(Dq) * np.linalg.norm(pr.h - pr.h2, axis=1) / V_
+        near = np.isfinite(pr.gap) & (pr.gap < ROUGH_MARGIN * np.where(np.isfinite(scale),
+                                                                        scale, 0.0))
+        # steep: the prox is continuous but far from linear over the inner Gaussian (near the
+        # cusps of the two-minima set its Jacobian is large): the remainder of its first-order
+        # expansion about the centre, in units of the inner standard deviation
+        J = np.linalg.inv(V_ * _hessian(centre.h, w0, t, V_, sigma))
+        zeta = (w1.reshape(n, k, 2) - w0[:, None, :]) / math.sqrt(Dq)
+        lin = centre.h[:, None, :] + math.sqrt(Dq) * np.einsum("nij,nkj->nki", J, zeta)
+        steep = (np.linalg.norm(pr.h.reshape(n, k, 2) - lin, axis=2).max(axis=1)
+                 > STEEP_MARGIN * math.sqrt(Dq))
+        return (left | near).reshape(n, k).any(axis=1) | steep
+
+    def _moments(self, w0, t, V_, Dq, x_, warm):
+        """The inner averages on every node: ``inner`` on the smooth ones, ``fine`` on the
+        rough ones; warm starts per part."""
+        ch = self.channel
+        if self.fine is None:
+            parts = [(slice(None), self.inner)]
+        else:
+            idx = np.flatnonzero(self.rough)
+            parts = [(np.flatnonzero(~self.rough), self.inner), (idx, self.fine)]
+        out = None
+        for j, (sel, rule) in enumerate(parts):
+            # warm: follow the last full evaluation's minima only (a smooth map for the
+            # Jacobian); full: the default starts and those minima, so that a minimum the
+            # default set misses but the last evaluation found is not lost
+            nodes = rsb_node_moments(w0[sel], t[sel], V_, Dq, x_, ch.params.sigma,
+                                     inner=rule, eps=self.eps, starts=self._starts.get(j),
+                                     only_starts=warm, gtol=ch.gtol)
+            if not warm:
+                pr = nodes.minima
+                self._starts[j] = np.stack([pr.h, np.where(np.isfinite(pr.h2), pr.h2, pr.h)],
+                                           axis=1)
+            if len(parts) == 1:
+                return nodes
+            if out is None:
+                n = w0.shape[0]
+                out = RSBNodes(Mx=np.empty(n), f=np.empty((n, 2)), F2=np.empty(n),
+                               XiF=np.empty((n, 2)), Mbar=np.empty(n))
+            for name in ("Mx", "f", "F2", "XiF", "Mbar"):
+                getattr(out, name)[sel] = getattr(nodes, name)
+        return out
+
+    def evaluate(self, z, warm: bool = False):
+        r"""``(residual (6,), hats (5,), phi)`` at ``z``: the prior equations' new order
+        parameters minus ``z[:5]``, and :math:`x^2\partial_x\Phi/|\Phi|`; ``warm``: the prox
+        from the last full evaluation's minima only (for Jacobian columns)."""
+        atoms_k, hats_k, prior_k, x_eq_k, phi_k = self._kern
+        q0_, q1_, m_, th_, V_, x_ = self._unpack(z)
+        Dq = q1_ - q0_
+        ch = self.channel
+        if self.fine is not None and self.rough is None:
+            self.rough = self.classify(z)
+        w0, t = ch.diagonal_nodes(q0_, m_, th_)
+        nodes = self._moments(w0, t, V_, Dq, x_, warm)
         xi, eta = ch.nodes.xi, ch.nodes.eta
         cols = (xi[:, 0], xi[:, 1], eta[:, 0], eta[:, 1], nodes.f[:, 0], nodes.f[:, 1],
                 nodes.F2, nodes.XiF[:, 0], nodes.XiF[:, 1], nodes.Mbar, nodes.Mx, Dq)
@@ -248,10 +455,15 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
             return OneStepRSBPoint(fmap.alpha, z, hats, -phi, r, True, it - 1, "converged")
         J = np.empty((len(free), len(free)))
         for c, k in enumerate(free):
-            zp = z.copy()
             h = step * max(1.0, abs(z[k]))
-            zp[k] += h
-            J[:, c] = (fmap.evaluate(zp, warm=True)[0][free] - res[free]) / h
+            for hs in (h, -h):      # backwards where the forward step leaves the domain
+                zp = z.copy()
+                zp[k] += hs
+                try:
+                    J[:, c] = (fmap.evaluate(zp, warm=True)[0][free] - res[free]) / hs
+                    break
+                except InvalidOrderParameters:
+                    continue
         try:
             dz = np.linalg.solve(J, -res[free])
         except np.linalg.LinAlgError:
@@ -282,19 +494,36 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
 EPS_STAGES = (1e-3, 1e-5, 1e-7, 1e-9)
 
 
-def solve_ladder(channel, alpha: float, z0, *, pin: str | None, inner: int = 10,
-                 eps_stages=EPS_STAGES, hold_x: bool = False, tol: float = 1e-9,
-                 max_iter: int = 30) -> OneStepRSBPoint:
+def solve_ladder(channel, alpha: float, z0, *, pin: str | None, inner=10,
+                 fine: InnerRule | None = None, eps_stages=EPS_STAGES, hold_x: bool = False,
+                 tol: float = 1e-9, max_iter: int = 30) -> OneStepRSBPoint:
     """:func:`solve_one_step_rsb` at each smoothing width of ``eps_stages`` in turn, each
     started from the last converged point: at a wide ``eps`` the map is smooth enough for
     Newton from afar, at the last one the blend of near-tied minima is negligible (at
     ``alpha = 1``, 2^10 x 10^2 points, fixed ``x``: residual 1e-11, where one width of 1e-2 or
-    1e-3 stalls at 1e-3 because minima born at folds near a tie enter the blend abruptly)."""
+    1e-3 stalls at 1e-3 because minima born at folds near a tie enter the blend abruptly).
+
+    With ``fine`` the rough nodes (:meth:`OneStepRSBMap.classify`, at ``z0``) use that rule
+    throughout; at the end they are classified again at the point reached and, if nodes
+    outside the frozen set have become rough, the last stage is solved again on the union
+    (the message says so)."""
     z = np.array(z0, float)
-    pt = None
+    pt, rough = None, None
     for eps in eps_stages:
-        fmap = OneStepRSBMap(channel, alpha, inner=inner, pin=pin, eps=eps)
+        fmap = OneStepRSBMap(channel, alpha, inner=inner, pin=pin, eps=eps, fine=fine,
+                             rough=rough)
         pt = solve_one_step_rsb(fmap, z, hold_x=hold_x, tol=tol, max_iter=max_iter)
+        rough = fmap.rough
         if pt.converged:
             z = pt.z
+    if fine is not None and pt.converged:
+        now = fmap.classify(pt.z)
+        extra = int(np.sum(now & ~rough))
+        if extra:
+            fmap = OneStepRSBMap(channel, alpha, inner=inner, pin=pin, eps=eps_stages[-1],
+                                 fine=fine, rough=rough | now)
+            pt = solve_one_step_rsb(fmap, z, hold_x=hold_x, tol=tol, max_iter=max_iter)
+            pt.message += f" ({extra} nodes became rough on the way: solved again with them)"
+    if fine is not None:
+        pt.n_rough = int(np.sum(fmap.rough))
     return pt

@@ -1,0 +1,160 @@
+"""The zero-temperature 1RSB energy as a function of the Parisi parameter x, against RS
+(issue 21, item 3; docs/stability.md, 'One-step RSB: where it stands').
+
+For one branch at one alpha, on each of several scrambled Sobol outer rules, the five 1RSB
+equations in (q_0, q_1, m or theta, V) are solved at fixed x (``solve_ladder``, hold_x, smoothing
+widths 1e-4 then 1e-5) with the hybrid inner rule: Gauss-Hermite ``--coarse`` x ``--coarse``
+on the smooth outer nodes and ``--fine`` x ``--fine`` on the rough ones (``OneStepRSBMap.
+classify``), no recentring.  The reference is the same solve at ``x_ref`` (default 10: the tilt
+exp(-x M) varies by 1e-3 over an inner Gaussian there, so the point is RS's up to that, but on
+the same nested outer x inner rule): ``eps_t(x) - eps_t(x_ref)`` removes the offset between
+splitting the Gaussian field into outer and inner parts and RS's single rule (2.5e-7 at
+alpha = 1 on 2^10 points, the size of the effect).  Reported per x: mean +- standard error over
+the rules of that difference, of q_0, q_1, (q_1 - q_0)/q_1, m, theta, V and Sigma/e =
+-x^2 dPhi/dx / |Phi| (the residual of the x equation: the complexity relative to the energy);
+the stationary x is where Sigma/e changes sign, and the 1RSB energy there is the extremum of
+eps_t(x).  The difference of two fixed points' eps_t carries the quadrature's inconsistency
+between the equations and Phi (the envelope theorem holds only up to it); the x equation itself
+is the partial derivative of Phi (checked against a finite difference to 1e-4), so the profile
+is also integrated from it: ``d_eps_t_envelope``, the trapezoid rule over the x grid of
+eps_t Sigma/e / x^2 = d eps_t/dx.
+
+Writes (after every solve; resumable) studies/data/one_step_rsb_energy/<branch>_<alpha>.json.  Rerun::
+
+    python studies/one_step_rsb_energy.py --branch semantic --alpha 1
+    python studies/one_step_rsb_energy.py --branch positional --alpha 1
+
+(each about 40 minutes on one core with the defaults).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+OUT = Path(__file__).resolve().parent / "data" / "one_step_rsb_energy"
+
+
+def _save(path, entry):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(entry, indent=1))
+    os.replace(tmp, path)
+
+
+def _envelope(rows, seed, x_ref, x):
+    """eps_t(x) - eps_t(x_ref) along one rule's profile from the x equation (envelope theorem:
+    d eps_t/dx = eps_t (Sigma/e) / x^2 at each fixed point), by the trapezoid rule over the
+    converged points of that rule between x_ref and x."""
+    pts = sorted((r["x"], r["eps_t"] * r["sigma_over_e"] / r["x"] ** 2) for r in rows
+                 if r["seed"] == seed and r["converged"] and x_ref <= r["x"] <= x)
+    return sum(0.5 * (a[1] + b[1]) * (b[0] - a[0]) for a, b in zip(pts, pts[1:]))
+
+
+def summary(entry: dict) -> list:
+    from symattn.stats import mean_se
+    rows = entry["rows"]
+    xs = sorted({r["x"] for r in rows if r["x"] != entry["x_ref"]})
+    out = []
+    for x in xs:
+        per = []
+        for r in rows:
+            if r["x"] != x or not r["converged"]:
+                continue
+            ref = [s for s in rows if s["seed"] == r["seed"] and s["x"] == entry["x_ref"]
+                   and s["converged"]]
+            if ref:
+                per.append((r, ref[0]))
+        if not per:
+            out.append({"x": x, "n": 0})
+            continue
+        row = {"x": x, "n": len(per)}
+        row["d_eps_t"] = mean_se([r["eps_t"] - s["eps_t"] for r, s in per])
+        row["d_eps_t_envelope"] = mean_se([_envelope(rows, r["seed"], entry["x_ref"], x)
+                                           for r, _ in per])
+        for k in ("q0", "q1", "m", "theta", "V", "sigma_over_e"):
+            row[k] = mean_se([r[k] for r, _ in per])
+        row["dq_rel"] = mean_se([(r["q1"] - r["q0"]) / r["q1"] for r, _ in per])
+        out.append(row)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--branch", required=True, choices=("semantic", "positional"))
+    ap.add_argument("--alpha", type=float, required=True)
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--log2n", type=int, default=10)
+    ap.add_argument("--coarse", type=int, default=12)
+    ap.add_argument("--fine", type=int, default=32)
+    ap.add_argument("--x-ref", type=float, default=10.0)
+    ap.add_argument("--xs", default="500,1000,1500,2000,3000")
+    ap.add_argument("--out-dir", type=Path, default=OUT)
+    ap.add_argument("--summary-only", action="store_true")
+    args = ap.parse_args(argv)
+    key = f"{args.branch}:{args.alpha:g}"
+    path = args.out_dir / f"{args.branch}_{args.alpha:g}.json"
+    entry = (json.loads(path.read_text()) if path.exists() else
+             {"args": {k: str(v) for k, v in vars(args).items()}, "x_ref": args.x_ref,
+              "rows": []})
+    if not args.summary_only:
+        from symattn.model import ModelParams
+        from symattn.numerics.branches import solve_branch
+        from symattn.numerics.channel import OutputChannel
+        from symattn.numerics.one_step_rsb import InnerRule, OneStepRSBMap, solve_ladder
+        from symattn.numerics.quadrature import SobolRule
+        p = ModelParams()
+        pin = "m" if args.branch == "semantic" else "theta"
+        coarse = InnerRule("gh", args.coarse, recentre=False)
+        fine = InnerRule("gh", args.fine, recentre=False)
+        done = {(r["seed"], r["x"]) for r in entry["rows"]}
+        for seed in (int(s) for s in args.seeds.split(",")):
+            ch = OutputChannel(p, SobolRule(args.log2n, seed).nodes())
+            fp = solve_branch(p, args.branch, args.alpha, ch)
+            z = [0.985 * fp.q, fp.q, fp.m, fp.theta, fp.V, args.x_ref]
+            for x in [args.x_ref] + [float(v) for v in args.xs.split(",")]:
+                prev = [r for r in entry["rows"] if r["seed"] == seed and r["converged"]
+                        and r["x"] <= x]
+                if prev:
+                    z = list(max(prev, key=lambda r: r["x"])["z"])
+                if (seed, x) in done:
+                    continue
+                z[5] = x
+                t0 = time.perf_counter()
+                pt = solve_ladder(ch, args.alpha, z, pin=pin, inner=coarse, fine=fine,
+                                  eps_stages=(1e-4, 1e-5), hold_x=True, tol=1e-9)
+                res = OneStepRSBMap(ch, args.alpha, inner=coarse, fine=fine, pin=pin,
+                                    eps=1e-5).evaluate(pt.z)[0]
+                row = {"seed": seed, "x": x, **pt.as_dict(), "z": [float(v) for v in pt.z],
+                       "sigma_over_e": float(-res[5]), "rs": {"q": fp.q, "m": fp.m,
+                       "theta": fp.theta, "V": fp.V, "eps_t": fp.eps_t},
+                       "wall": time.perf_counter() - t0}
+                entry["rows"].append(row)
+                _save(path, entry)
+                print(f"{key} seed {seed} x = {x:g}: {pt.message} (residual {pt.residual:.1e}, "
+                      f"{pt.n_rough} rough) q0 {pt.z[0]:.6f} q1 {pt.z[1]:.6f} V {pt.z[4]:.4f} "
+                      f"eps_t {pt.eps_t:.11f} (RS {fp.eps_t:.11f}) Sigma/e {-res[5]:+.3e} "
+                      f"{row['wall']:.0f} s", file=sys.stderr, flush=True)
+    entry["summary"] = summary(entry)
+    if not args.summary_only:
+        _save(path, entry)
+    print(f"{key}: x_ref = {entry['x_ref']:g}; mean +- se over rules")
+    for r in entry["summary"]:
+        if not r["n"]:
+            print(f"  x = {r['x']:g}: no converged pair")
+            continue
+        print(f"  x = {r['x']:6g} (n = {r['n']}): eps_t - eps_t(x_ref) = "
+              f"{r['d_eps_t'][0]:+.3e} +- {r['d_eps_t'][1]:.1e} (envelope "
+              f"{r['d_eps_t_envelope'][0]:+.3e} +- {r['d_eps_t_envelope'][1]:.1e}), (q1-q0)/q1 = "
+              f"{r['dq_rel'][0]:.5f} +- {r['dq_rel'][1]:.1e}, q1 = {r['q1'][0]:.6f}, theta = "
+              f"{r['theta'][0]:.6f}, m = {r['m'][0]:.6f}, Sigma/e = {r['sigma_over_e'][0]:+.3e}"
+              f" +- {r['sigma_over_e'][1]:.1e}")
+
+
+if __name__ == "__main__":
+    main()
