@@ -24,13 +24,16 @@ Writes (after every solve; resumable) studies/data/one_step_rsb_energy/<branch>_
     python studies/one_step_rsb_energy.py --branch semantic --alpha 1
     python studies/one_step_rsb_energy.py --branch positional --alpha 1
 
-(each about 40 minutes on one core with the defaults).
+(each about 40 minutes on one core with the defaults), then ``python
+studies/one_step_rsb_energy.py --plot`` draws docs/figures/one_step_rsb_energy.png from every
+profile in the folder.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -84,10 +87,60 @@ def summary(entry: dict) -> list:
     return out
 
 
+FIGURE = Path(__file__).resolve().parents[1] / "docs" / "figures" / "one_step_rsb_energy.png"
+
+
+def plot(folder: Path, out: Path = FIGURE) -> None:
+    """Sigma/e, the two estimates of eps_t(x) - eps_t(x_ref) and (q1 - q0)/q1 against x, for
+    every profile in ``folder`` (mean +- standard error over rules)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(1, 3, figsize=(14, 4.2))
+    for path in sorted(folder.glob("*.json")):
+        entry = json.loads(path.read_text())
+        rows = [r for r in summary(entry) if r["n"]]
+        if not rows:
+            continue
+        label = path.stem.replace("_", ", alpha = ")
+        x = [r["x"] for r in rows]
+        def pick(k):
+            return [r[k][0] for r in rows], [r[k][1] for r in rows]
+        y, e = pick("sigma_over_e")
+        line = ax[0].errorbar(x, y, e, marker="o", capsize=3, label=label)[0]
+        y, e = pick("d_eps_t")
+        ax[1].errorbar(x, y, e, marker="o", capsize=3, color=line.get_color(),
+                       label=f"{label}: difference of fixed points")
+        y, e = pick("d_eps_t_envelope")
+        ax[1].errorbar(x, y, e, marker="s", ls="--", capsize=3, color=line.get_color(),
+                       label=f"{label}: integrated x equation")
+        y, e = pick("dq_rel")
+        ax[2].errorbar(x, y, e, marker="o", capsize=3, color=line.get_color(), label=label)
+    ax[0].axhline(0, color="k", lw=0.8)
+    ax[1].axhline(0, color="k", lw=0.8)
+    ax[0].set_ylabel(r"$\Sigma/e = -x^2\partial_x\Phi/|\Phi|$")
+    ax[1].set_ylabel(r"$\varepsilon_t(x) - \varepsilon_t(x_{\rm ref})$")
+    ax[2].set_ylabel(r"$(q_1 - q_0)/q_1$")
+    ax[0].set_title("x equation (stationary x where it crosses 0)")
+    ax[1].set_title("1RSB training loss against its x -> 0 limit")
+    ax[2].set_title("gap between the overlaps")
+    for a in ax:
+        a.set_xscale("log")
+        a.set_xlabel("Parisi parameter x")
+        a.legend(fontsize=7)
+    fig.suptitle("Zero-temperature 1RSB at omega = 0.3 (mean +- s.e. over scrambled rules of "
+                 "2^10 outer points)", fontsize=10)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--branch", required=True, choices=("semantic", "positional"))
-    ap.add_argument("--alpha", type=float, required=True)
+    ap.add_argument("--plot", action="store_true", help="draw the figure from the saved profiles")
+    ap.add_argument("--branch", choices=("semantic", "positional"))
+    ap.add_argument("--alpha", type=float)
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--log2n", type=int, default=10)
     ap.add_argument("--coarse", type=int, default=12)
@@ -96,7 +149,13 @@ def main(argv=None):
     ap.add_argument("--xs", default="500,1000,1500,2000,3000")
     ap.add_argument("--out-dir", type=Path, default=OUT)
     ap.add_argument("--summary-only", action="store_true")
+    ap.add_argument("--retry", action="store_true", help="solve again the points that failed")
     args = ap.parse_args(argv)
+    if args.plot:
+        plot(args.out_dir)
+        return
+    if args.branch is None or args.alpha is None:
+        ap.error("--branch and --alpha are required (or --plot)")
     key = f"{args.branch}:{args.alpha:g}"
     path = args.out_dir / f"{args.branch}_{args.alpha:g}.json"
     entry = (json.loads(path.read_text()) if path.exists() else
@@ -112,7 +171,9 @@ def main(argv=None):
         pin = "m" if args.branch == "semantic" else "theta"
         coarse = InnerRule("gh", args.coarse, recentre=False)
         fine = InnerRule("gh", args.fine, recentre=False)
-        done = {(r["seed"], r["x"]) for r in entry["rows"]}
+        # converged points are kept; a point that did not converge is tried again (with
+        # --retry) or kept as the record of the failure
+        done = {(r["seed"], r["x"]) for r in entry["rows"] if r["converged"] or not args.retry}
         for seed in (int(s) for s in args.seeds.split(",")):
             ch = OutputChannel(p, SobolRule(args.log2n, seed).nodes())
             fp = solve_branch(p, args.branch, args.alpha, ch)
@@ -129,12 +190,13 @@ def main(argv=None):
                 pt = solve_ladder(ch, args.alpha, z, pin=pin, inner=coarse, fine=fine,
                                   eps_stages=(1e-4, 1e-5), hold_x=True, tol=1e-9)
                 res = OneStepRSBMap(ch, args.alpha, inner=coarse, fine=fine, pin=pin,
-                                    eps=1e-5).evaluate(pt.z)[0]
+                                    eps=1e-5 if math.isnan(pt.eps) else pt.eps).evaluate(pt.z)[0]
                 row = {"seed": seed, "x": x, **pt.as_dict(), "z": [float(v) for v in pt.z],
                        "sigma_over_e": float(-res[5]), "rs": {"q": fp.q, "m": fp.m,
                        "theta": fp.theta, "V": fp.V, "eps_t": fp.eps_t},
                        "wall": time.perf_counter() - t0}
-                entry["rows"].append(row)
+                entry["rows"] = [r for r in entry["rows"]
+                                 if (r["seed"], r["x"]) != (seed, x)] + [row]
                 _save(path, entry)
                 print(f"{key} seed {seed} x = {x:g}: {pt.message} (residual {pt.residual:.1e}, "
                       f"{pt.n_rough} rough) q0 {pt.z[0]:.6f} q1 {pt.z[1]:.6f} V {pt.z[4]:.4f} "

@@ -282,6 +282,8 @@ class OneStepRSBPoint:
     message: str = ""
     #: outer nodes integrated with the fine inner rule (:func:`solve_ladder`)
     n_rough: int = 0
+    #: the smoothing width of near-tied minima the point solves the equations at
+    eps: float = float("nan")
 
     def as_dict(self) -> dict:
         names = ("q0", "q1", "m", "theta", "V", "x")
@@ -290,7 +292,7 @@ class OneStepRSBPoint:
                 **dict(zip(hats, map(float, self.hats))), "eps_t": self.eps_t,
                 "residual": self.residual, "converged": self.converged,
                 "iterations": self.iterations, "message": self.message,
-                "n_rough": self.n_rough}
+                "n_rough": self.n_rough, "eps": self.eps}
 
 
 class OneStepRSBMap:
@@ -506,24 +508,35 @@ def solve_ladder(channel, alpha: float, z0, *, pin: str | None, inner=10,
     With ``fine`` the rough nodes (:meth:`OneStepRSBMap.classify`, at ``z0``) use that rule
     throughout; at the end they are classified again at the point reached and, if nodes
     outside the frozen set have become rough, the last stage is solved again on the union
-    (the message says so)."""
+    (the message says so).  Returns the point of the finest width that converged (``eps``;
+    the message names a finer one that stalled), else the last attempt, not converged."""
     z = np.array(z0, float)
-    pt, rough = None, None
+    pt, rough, best, best_map = None, None, None, None
     for eps in eps_stages:
         fmap = OneStepRSBMap(channel, alpha, inner=inner, pin=pin, eps=eps, fine=fine,
                              rough=rough)
         pt = solve_one_step_rsb(fmap, z, hold_x=hold_x, tol=tol, max_iter=max_iter)
+        pt.eps = eps
         rough = fmap.rough
         if pt.converged:
-            z = pt.z
-    if fine is not None and pt.converged:
-        now = fmap.classify(pt.z)
+            z, best, best_map = pt.z, pt, fmap
+    if fine is not None and best is not None:
+        now = best_map.classify(best.z)
         extra = int(np.sum(now & ~rough))
         if extra:
-            fmap = OneStepRSBMap(channel, alpha, inner=inner, pin=pin, eps=eps_stages[-1],
-                                 fine=fine, rough=rough | now)
-            pt = solve_one_step_rsb(fmap, z, hold_x=hold_x, tol=tol, max_iter=max_iter)
-            pt.message += f" ({extra} nodes became rough on the way: solved again with them)"
+            best_map = OneStepRSBMap(channel, alpha, inner=inner, pin=pin, eps=best.eps,
+                                     fine=fine, rough=rough | now)
+            redo = solve_one_step_rsb(best_map, best.z, hold_x=hold_x, tol=tol,
+                                      max_iter=max_iter)
+            redo.eps = best.eps
+            redo.message += f" ({extra} nodes became rough on the way: solved again with them)"
+            best = redo if redo.converged else None
+            pt = redo
+    if best is not None and best is not pt:
+        # a finer width stalled (minima entering the blend abruptly): the point stands at the
+        # finest width that converged, and says so
+        best.message += f" at smoothing width {best.eps:g}; {pt.message} at {pt.eps:g}"
+    out = best if best is not None else pt
     if fine is not None:
-        pt.n_rough = int(np.sum(fmap.rough))
-    return pt
+        out.n_rough = int(np.sum((best_map or fmap).rough))
+    return out
