@@ -11,7 +11,7 @@ one the channel's rule (scrambled Sobol).  Per outer node:
 with the tilted weights :math:`g_je^{-x\mathcal M_j}/\sum`.  The integrand of the inner
 average is continuous in :math:`\xi_1` (the prox's jumps make ``f`` jump, not
 :math:`e^{-x\mathcal M}`), so the rule converges, if slowly where ``f`` jumps or turns
-steeply.  Those outer nodes (a fifth to a half of them at alpha = 1: :meth:`OneStepRSBMap.
+steeply.  Those outer nodes (a third to two thirds of them at alpha = 1: :meth:`OneStepRSBMap.
 classify`) get the ``fine`` rule, the rest the coarse one; the error is measured by changing
 both (``studies/one_step_rsb_inner.py``: at alpha = 1, x = 1000, eps_t moves by 8e-10 from
 12/48 to 16/64 points, q_1's residual by 1e-5).
@@ -455,7 +455,7 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
             progress(it, z, r)
         if r <= tol:
             return OneStepRSBPoint(fmap.alpha, z, hats, -phi, r, True, it - 1, "converged")
-        J = np.empty((len(free), len(free)))
+        J = np.full((len(free), len(free)), np.nan)
         for c, k in enumerate(free):
             h = step * max(1.0, abs(z[k]))
             for hs in (h, -h):      # backwards where the forward step leaves the domain
@@ -466,6 +466,9 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
                     break
                 except InvalidOrderParameters:
                     continue
+        if not np.all(np.isfinite(J)):
+            msg = "the Jacobian's steps leave the domain on both sides (q_1 - q_0 -> 0?)"
+            break
         try:
             dz = np.linalg.solve(J, -res[free])
         except np.linalg.LinAlgError:
