@@ -19,6 +19,13 @@ is the partial derivative of Phi (checked against a finite difference to 1e-4), 
 is also integrated from it: ``d_eps_t_envelope``, the trapezoid rule over the x grid of
 eps_t Sigma/e / x^2 = d eps_t/dx.
 
+q_0 = q_1 (RS) solves the 1RSB equations at every x, and Newton sometimes goes there
+(``COLLAPSED``: q_1 - q_0 below 1e-5 q_1); such points are kept in the data as the record of
+that and not used; ``--retry --q0-ratio`` starts again further from q_0 = q_1.  Where the jump
+set is light (the semantic branch at alpha_c, 0.3 % of the measure) a rule of 2^10 outer
+points may hold no node whose inner Gaussian meets a jump at small q_1 - q_0: then q_0 = q_1 is
+also the only solution of the discretised equations, and the 1RSB point is not resolved.
+
 Writes (after every solve; resumable) studies/data/one_step_rsb_energy/<branch>_<alpha>.json.  Rerun::
 
     python studies/one_step_rsb_energy.py --branch semantic --alpha 1
@@ -55,8 +62,65 @@ def _envelope(rows, seed, x_ref, x):
     d eps_t/dx = eps_t (Sigma/e) / x^2 at each fixed point), by the trapezoid rule over the
     converged points of that rule between x_ref and x."""
     pts = sorted((r["x"], r["eps_t"] * r["sigma_over_e"] / r["x"] ** 2) for r in rows
-                 if r["seed"] == seed and r["converged"] and x_ref <= r["x"] <= x)
+                 if r["seed"] == seed and _usable(r) and x_ref <= r["x"] <= x)
     return sum(0.5 * (a[1] + b[1]) * (b[0] - a[0]) for a, b in zip(pts, pts[1:]))
+
+
+#: a solve whose q_1 - q_0 fell below this share of q_1 has collapsed onto RS (q_0 = q_1 is a
+#: solution of the 1RSB equations at every x): recorded, not used as a 1RSB point
+COLLAPSED = 1e-5
+
+
+def _usable(r) -> bool:
+    return r["converged"] and (r["q1"] - r["q0"]) > COLLAPSED * r["q1"]
+
+
+def _interp(a, b, key, t):
+    return a[key] + t * (b[key] - a[key])
+
+
+def stationary(entry: dict, branch: str) -> list:
+    """Per rule: the stationary x* (linear interpolation of Sigma/e between the grid points
+    around its first change of sign from + to -; ``x_star`` None if there is none on the grid,
+    and then the values are those at the largest x reached, ``x_last``) and, at x*, the shifts from the rule's x_ref point: ``d_q1``, ``d_q0`` (q_0(x*) - q_1(x_ref)),
+    ``d_order`` (m or theta), ``q0_over_q1``, and ``d_eps_direct`` / ``d_eps_envelope``, the two
+    estimates of the 1RSB training loss minus its RS limit (module doc)."""
+    x_ref = entry["x_ref"]
+    k = "m" if branch == "positional" else "theta"
+    per = []
+    for seed in sorted({r["seed"] for r in entry["rows"]}):
+        rows = sorted((r for r in entry["rows"] if r["seed"] == seed and _usable(r)),
+                      key=lambda r: r["x"])
+        ref = [r for r in rows if r["x"] == x_ref]
+        if not ref:
+            per.append({"seed": seed, "x_star": None, "why": "no converged x_ref point with "
+                        "q_0 < q_1"})
+            continue
+        ref = ref[0]
+        cross = next(((a, b) for a, b in zip(rows, rows[1:])
+                      if a["sigma_over_e"] > 0 >= b["sigma_over_e"]), None)
+        if cross is None:
+            # no stationary point on the grid: the shifts at the largest x reached, flagged
+            a = b = rows[-1]
+            t, xs = 0.0, None
+            env = _envelope(rows, seed, x_ref, a["x"])
+            why = f"Sigma/e does not change sign up to x = {a['x']:g}"
+        else:
+            a, b = cross
+            t = a["sigma_over_e"] / (a["sigma_over_e"] - b["sigma_over_e"])
+            xs = a["x"] + t * (b["x"] - a["x"])
+            # the envelope integral to a, then half a trapezoid from a to x* (Sigma = 0 there)
+            env = _envelope(rows, seed, x_ref, a["x"]) + 0.5 * (
+                a["eps_t"] * a["sigma_over_e"] / a["x"] ** 2) * (xs - a["x"])
+            why = ""
+        per.append({"seed": seed, "x_star": xs, "x_last": a["x"], "why": why,
+                    "d_q1": _interp(a, b, "q1", t) - ref["q1"],
+                    "d_q0": _interp(a, b, "q0", t) - ref["q1"],
+                    "d_order": _interp(a, b, k, t) - ref[k],
+                    "q0_over_q1": _interp(a, b, "q0", t) / _interp(a, b, "q1", t),
+                    "d_eps_direct": _interp(a, b, "eps_t", t) - ref["eps_t"],
+                    "d_eps_envelope": env})
+    return per
 
 
 def summary(entry: dict) -> list:
@@ -67,10 +131,10 @@ def summary(entry: dict) -> list:
     for x in xs:
         per = []
         for r in rows:
-            if r["x"] != x or not r["converged"]:
+            if r["x"] != x or not _usable(r):
                 continue
             ref = [s for s in rows if s["seed"] == r["seed"] and s["x"] == entry["x_ref"]
-                   and s["converged"]]
+                   and _usable(s)]
             if ref:
                 per.append((r, ref[0]))
         if not per:
@@ -117,6 +181,7 @@ def plot(folder: Path, out: Path = FIGURE) -> None:
         y, e = pick("dq_rel")
         ax[2].errorbar(x, y, e, marker="o", capsize=3, color=line.get_color(), label=label)
     ax[0].axhline(0, color="k", lw=0.8)
+    ax[0].set_yscale("symlog", linthresh=1e-3)     # the sign change is at small |Sigma/e|
     ax[1].axhline(0, color="k", lw=0.8)
     ax[0].set_ylabel(r"$\Sigma/e = -x^2\partial_x\Phi/|\Phi|$")
     ax[1].set_ylabel(r"$\varepsilon_t(x) - \varepsilon_t(x_{\rm ref})$")
@@ -149,7 +214,10 @@ def main(argv=None):
     ap.add_argument("--xs", default="500,1000,1500,2000,3000")
     ap.add_argument("--out-dir", type=Path, default=OUT)
     ap.add_argument("--summary-only", action="store_true")
-    ap.add_argument("--retry", action="store_true", help="solve again the points that failed")
+    ap.add_argument("--retry", action="store_true",
+                    help="solve again the points that failed or collapsed onto RS")
+    ap.add_argument("--q0-ratio", type=float, default=0.985,
+                    help="start at q_0 = ratio x q_RS, q_1 = q_RS (default 0.985)")
     args = ap.parse_args(argv)
     if args.plot:
         plot(args.out_dir)
@@ -173,13 +241,13 @@ def main(argv=None):
         fine = InnerRule("gh", args.fine, recentre=False)
         # converged points are kept; a point that did not converge is tried again (with
         # --retry) or kept as the record of the failure
-        done = {(r["seed"], r["x"]) for r in entry["rows"] if r["converged"] or not args.retry}
+        done = {(r["seed"], r["x"]) for r in entry["rows"] if _usable(r) or not args.retry}
         for seed in (int(s) for s in args.seeds.split(",")):
             ch = OutputChannel(p, SobolRule(args.log2n, seed).nodes())
             fp = solve_branch(p, args.branch, args.alpha, ch)
-            z = [0.985 * fp.q, fp.q, fp.m, fp.theta, fp.V, args.x_ref]
+            z = [args.q0_ratio * fp.q, fp.q, fp.m, fp.theta, fp.V, args.x_ref]
             for x in [args.x_ref] + [float(v) for v in args.xs.split(",")]:
-                prev = [r for r in entry["rows"] if r["seed"] == seed and r["converged"]
+                prev = [r for r in entry["rows"] if r["seed"] == seed and _usable(r)
                         and r["x"] <= x]
                 if prev:
                     z = list(max(prev, key=lambda r: r["x"])["z"])
