@@ -123,27 +123,17 @@ def main():
         lines.append("|---|---|---|---|---|---|")
         lines.append(f"| RS | {fmt(r['q'], r['q_err'])} | = q | {fmt(r[k], r[k + '_err'])} | "
                      f"{fmt(r['eps_t'], r['eps_t_err'], 7)} | 0 |")
-        if good:
-            sh = {key: mean_se([p[key] for p in good]) for key in (
-                "x_star", "d_q1", "d_q0", "d_order", "q0_over_q1", "d_eps_direct",
+        if good or last:
+            pts, xkey = (good, "x_star") if good else (last, "x_last")
+            sh = {key: mean_se([p[key] for p in pts]) for key in (
+                xkey, "d_q1", "d_q0", "d_order", "q0_over_q1", "d_eps_direct",
                 "d_eps_envelope")}
             env, dirc = sh["d_eps_envelope"], sh["d_eps_direct"]
+            label = (f"1RSB, x* = {sh[xkey][0]:.0f} ± {sh[xkey][1]:.0f}" if good else
+                     f"1RSB at the largest x solved, {sh[xkey][0]:.0f} (no stationary x yet: "
+                     f"Sigma > 0)")
             lines.append(
-                f"| 1RSB, x* = {sh['x_star'][0]:.0f} ± {sh['x_star'][1]:.0f} | "
-                f"{fmt(r['q'] + sh['d_q1'][0], sh['d_q1'][1])} | "
-                f"{fmt(r['q'] + sh['d_q0'][0], sh['d_q0'][1])} | "
-                f"{fmt(r[k] + sh['d_order'][0], sh['d_order'][1])} | "
-                f"RS + {env[0]:.1e} ± {env[1]:.0e} (x equation) or {dirc[0]:.1e} ± "
-                f"{dirc[1]:.0e} (difference) | {1 - sh['q0_over_q1'][0]:.4f} ± "
-                f"{sh['q0_over_q1'][1]:.1g} |")
-        elif last:
-            sh = {key: mean_se([p[key] for p in last]) for key in (
-                "x_last", "d_q1", "d_q0", "d_order", "q0_over_q1", "d_eps_direct",
-                "d_eps_envelope")}
-            env, dirc = sh["d_eps_envelope"], sh["d_eps_direct"]
-            lines.append(
-                f"| 1RSB at the largest x solved, {sh['x_last'][0]:.0f} (no stationary x yet: "
-                f"Sigma > 0) | {fmt(r['q'] + sh['d_q1'][0], sh['d_q1'][1])} | "
+                f"| {label} | {fmt(r['q'] + sh['d_q1'][0], sh['d_q1'][1])} | "
                 f"{fmt(r['q'] + sh['d_q0'][0], sh['d_q0'][1])} | "
                 f"{fmt(r[k] + sh['d_order'][0], sh['d_order'][1])} | "
                 f"RS + {env[0]:.1e} ± {env[1]:.0e} (x equation) or {dirc[0]:.1e} ± "

@@ -26,14 +26,23 @@ set is light (the semantic branch at alpha_c, 0.3 % of the measure) a rule of 2^
 points may hold no node whose inner Gaussian meets a jump at small q_1 - q_0: then q_0 = q_1 is
 also the only solution of the discretised equations, and the 1RSB point is not resolved.
 
-Writes (after every solve; resumable) studies/data/one_step_rsb_energy/<branch>_<alpha>.json.  Rerun::
+Writes (after every solve; resumable) studies/data/one_step_rsb_energy/<branch>_<alpha>.json.
+The data there came from (2026-12-05, commits 2394ceb-6f4a6d1; one solve takes 0.5-10 minutes
+on one core, more when the machine is shared)::
 
-    python studies/one_step_rsb_energy.py --branch semantic --alpha 1
-    python studies/one_step_rsb_energy.py --branch positional --alpha 1
+    python studies/one_step_rsb_energy.py --branch positional --alpha 1 --seeds 0,1 \
+        --xs 30,100,200,300,500,1000          # seed 0 also has 1500, 2000, 3000
+    python studies/one_step_rsb_energy.py --branch positional --alpha 1 --seeds 2 \
+        --xs 30,100,200,300,500,1000 --retry --q0-ratio 0.93    # collapsed onto RS
+    python studies/one_step_rsb_energy.py --branch semantic --alpha 1 --seeds 0,1 \
+        --xs 100,300,1000,2000,3000,5000 --retry
+    python studies/one_step_rsb_energy.py --branch positional --alpha 1.2515356 \
+        --seeds 0,1,2 --xs 30,100,200,300,500 --retry    # seed 2 again with --q0-ratio 0.93
+    python studies/one_step_rsb_energy.py --branch semantic --alpha 1.2515356 \
+        --seeds 0,1 --xs 100,300,1000,2000 --retry --q0-ratio 0.99    # not resolved
 
-(each about 40 minutes on one core with the defaults), then ``python
-studies/one_step_rsb_energy.py --plot`` draws docs/figures/one_step_rsb_energy.png from every
-profile in the folder.
+then ``python studies/one_step_rsb_energy.py --plot`` draws docs/figures/one_step_rsb_energy.png
+from every profile in the folder.
 """
 
 from __future__ import annotations
