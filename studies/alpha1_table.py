@@ -104,6 +104,12 @@ def fmt(v, e=None, p=5):
     return f"{v:.{p}f} ± {e:.1g}"
 
 
+def pm(v, e, spec: str) -> str:
+    """``v ± e`` in ``spec``, or ``v`` alone where there is no error bar (one rule)."""
+    es = spec if spec in (".0f",) or "e" in spec else ".1g"
+    return f"{v:{spec}}" if np.isnan(e) else f"{v:{spec}} ± {e:{es}}"
+
+
 def main():
     from symattn.stats import mean_se
     rs = rs_values()
@@ -129,16 +135,15 @@ def main():
                 xkey, "d_q1", "d_q0", "d_order", "q0_over_q1", "d_eps_direct",
                 "d_eps_envelope")}
             env, dirc = sh["d_eps_envelope"], sh["d_eps_direct"]
-            label = (f"1RSB, x* = {sh[xkey][0]:.0f} ± {sh[xkey][1]:.0f}" if good else
+            label = (f"1RSB, x* = {pm(*sh[xkey], '.0f')} ({len(pts)} rule(s))" if good else
                      f"1RSB at the largest x solved, {sh[xkey][0]:.0f} (no stationary x yet: "
                      f"Sigma > 0)")
             lines.append(
                 f"| {label} | {fmt(r['q'] + sh['d_q1'][0], sh['d_q1'][1])} | "
                 f"{fmt(r['q'] + sh['d_q0'][0], sh['d_q0'][1])} | "
                 f"{fmt(r[k] + sh['d_order'][0], sh['d_order'][1])} | "
-                f"RS + {env[0]:.1e} ± {env[1]:.0e} (x equation) or {dirc[0]:.1e} ± "
-                f"{dirc[1]:.0e} (difference) | {1 - sh['q0_over_q1'][0]:.4f} ± "
-                f"{sh['q0_over_q1'][1]:.1g} |")
+                f"RS + {pm(*env, '.1e')} (x equation) or {pm(*dirc, '.1e')} (difference) | "
+                f"{pm(1 - sh['q0_over_q1'][0], sh['q0_over_q1'][1], '.4f')} |")
         else:
             why = "; ".join(sorted({p["why"] for p in per})) or "no profile"
             lines.append(f"| 1RSB | no 1RSB point ({why}) | | | | |")
