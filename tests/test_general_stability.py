@@ -181,3 +181,21 @@ def test_thresholds_report_both_branches_at_alpha_c():
     d = json.loads(json.dumps(res.to_dict()))
     assert set(d["rs_stability"]) == {"positional", "semantic"}
     assert d["rs_stability"]["semantic"]["replicon"] == g.at_alpha_c["above"].stability.replicon
+
+
+def test_printed_summary_says_why_a_rank_two_report_has_no_replicon(capsys):
+    """The printed thresholds summary: a rank-one report shows its replicon and beta*, a
+    rank-two one (replicon nan) its verdict and reason only -- not 'reaches 1 never', which
+    would read as stable."""
+    from symattn.cli.thresholds import _print_stability
+    one = {"verdict": "stable", "reason": "no tie", "replicon": 0.25, "replicon_err": 0.004,
+           "growth": 0.0, "growth_err": 0.0, "beta_star": None}
+    two = {"verdict": "undecided", "reason": RANK_NOTE + "; no node within 0.001 of a tie",
+           "replicon": math.nan, "replicon_err": math.nan, "growth": math.nan,
+           "growth_err": math.nan, "beta_star": None}
+    _print_stability({"semantic": one, "positional": two}, "at alpha_c")
+    out = capsys.readouterr().out.splitlines()
+    sem = next(line for line in out if "semantic" in line)
+    pos = next(line for line in out if "positional" in line)
+    assert "STABLE" in sem and "replicon 0.25" in sem and "never" in sem
+    assert "UNDECIDED" in pos and RANK_NOTE in pos and "never" not in pos and "nan" not in pos

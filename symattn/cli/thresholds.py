@@ -284,6 +284,9 @@ def _print_stability(reports: dict, where: str) -> None:
     print(f"\nreplica-symmetric stability {where} (replicon of the continuous prox + beta x "
           f"growth from the prox's jumps; model page §8):")
     for b, r in reports.items():
+        if r["replicon"] is None or math.isnan(r["replicon"]):    # rank > 1: not derived
+            print(f"  {b:10s} {r['verdict'].upper()}: {r['reason']}")
+            continue
         bs = "never" if r["beta_star"] is None else f"at beta = {r['beta_star']:.3g}"
         print(f"  {b:10s} {r['verdict'].upper()}: replicon {fmt(r['replicon'], r['replicon_err'])}"
               f" + beta x {fmt(r['growth'], r['growth_err'])} (reaches 1 {bs}); {r['reason']}")
@@ -351,6 +354,8 @@ def _run_general(args, params) -> int:
     if not data["verified"]:
         print("WARNING: a search at alpha_c found a fixed point below both branches on some "
               "scramble (see per_rule.lower_points in the JSON)")
+    if data.get("rs_stability"):
+        _print_stability(data["rs_stability"], "at alpha_c")
     print(f"\nresults written to {out}" if out is not None else
           "\n(--out FILE saves the full JSON: every scramble's thresholds and fixed points)")
     print(f"took {time.perf_counter() - t0:.1f} s")
