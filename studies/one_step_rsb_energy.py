@@ -35,7 +35,7 @@ on one core, more when the machine is shared)::
     python studies/one_step_rsb_energy.py --branch positional --alpha 1 --seeds 2 \
         --xs 30,100,200,300,500,1000 --retry --q0-ratio 0.93    # collapsed onto RS
     python studies/one_step_rsb_energy.py --branch semantic --alpha 1 --seeds 0,1 \
-        --xs 100,300,1000,2000,3000,5000 --retry
+        --xs 100,300,1000,2000,3000,5000 --retry    # then --seeds 2 likewise
     python studies/one_step_rsb_energy.py --branch positional --alpha 1.2515356 \
         --seeds 0,1,2 --xs 30,100,200,300,500 --retry    # seed 2 again with --q0-ratio 0.93
     python studies/one_step_rsb_energy.py --branch semantic --alpha 1.2515356 \
