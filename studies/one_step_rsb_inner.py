@@ -59,8 +59,8 @@ def main():
 
     for x in (1e3, 3e3, 1e4):
         for n in (10, 16, 24):
-            run("plain", x, InnerRule("gh", n, recentre=False))
-            run("recentred", x, InnerRule("gh", n))
+            run("plain", x, InnerRule("gh", n))
+            run("recentred", x, InnerRule("gh", n, recentre=True))
         for n, nf in ((8, 32), (10, 32), (12, 48), (16, 64)):
             run("hybrid", x, InnerRule("gh", n), InnerRule("gh", nf))
 

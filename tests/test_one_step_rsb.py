@@ -127,7 +127,7 @@ def test_rough_nodes_carry_the_inner_rules_error():
     """At the semantic point of alpha = 1 (second minima on 2.7 % of the measure), z =
     (0.985 q, q, 0, theta, V, 1000): the nodes OneStepRSBMap.classify calls rough (from a
     10 x 10 rule) carry all but a small share of the difference between 24 x 24 and 40 x 40
-    recentred points, node by node (measured: all but 2e-7 on 2^10 nodes; asserted 1e-3), so
+    Gauss-Hermite points, node by node (measured: all, to 1e-7, on 2^10 nodes; asserted 1e-3), so
     the fine rule is spent where the error is."""
     from symattn.numerics.branches import solve_branch
     from symattn.numerics.channel import OutputChannel

@@ -13,8 +13,8 @@ average is continuous in :math:`\xi_1` (the prox's jumps make ``f`` jump, not
 :math:`e^{-x\mathcal M}`), so the rule converges, if slowly where ``f`` jumps or turns
 steeply.  Those outer nodes (a third to two thirds of them at alpha = 1: :meth:`OneStepRSBMap.
 classify`) get the ``fine`` rule, the rest the coarse one; the error is measured by changing
-both (``studies/one_step_rsb_inner.py``: at alpha = 1, x = 1000, eps_t moves by 8e-10 from
-12/48 to 16/64 points, q_1's residual by 1e-5).
+both (``studies/one_step_rsb_inner.py``: at alpha = 1, x = 1000, eps_t moves by 6e-9 from
+12/48 to 16/64 points, q_1's residual by 1e-4).
 
 **The map** (:class:`OneStepRSBMap`): from ``z = (q_0, q_1, m, theta, V, x)`` the derived
 output equations give the conjugates, the prior equations new ``(q_0, q_1, m, theta, V)``, and
@@ -335,7 +335,7 @@ class OneStepRSBMap:
         :math:`\sqrt{q_1-q_0}\,|\Delta|/V` (:math:`\nabla_w\,\mathrm{gap} = \Delta/V`); or
         the prox, continuous, departs from its linearisation at the centre by more than
         ``STEEP_MARGIN`` inner standard deviations (at alpha = 1, semantic, x = 1000, these
-        nodes held all but 2e-7 of the difference between 24 and 40 Gauss--Hermite points,
+        nodes held all (to 1e-7) of the difference between 24 and 40 Gauss--Hermite points,
         ``studies/one_step_rsb_inner.py``)."""
         q0_, q1_, m_, th_, V_, x_ = self._unpack(z)
         Dq = q1_ - q0_
