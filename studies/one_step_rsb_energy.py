@@ -246,8 +246,8 @@ def main(argv=None):
         from symattn.numerics.quadrature import SobolRule
         p = ModelParams()
         pin = "m" if args.branch == "semantic" else "theta"
-        coarse = InnerRule("gh", args.coarse, recentre=False)
-        fine = InnerRule("gh", args.fine, recentre=False)
+        coarse = InnerRule(args.coarse, recentre=False)
+        fine = InnerRule(args.fine, recentre=False)
         # converged points are kept; a point that did not converge is tried again (with
         # --retry) or kept as the record of the failure
         done = {(r["seed"], r["x"]) for r in entry["rows"] if _usable(r) or not args.retry}

@@ -59,18 +59,18 @@ def main():
 
     for x in (1e3, 3e3, 1e4):
         for n in (10, 16, 24):
-            run("plain", x, InnerRule("gh", n))
-            run("recentred", x, InnerRule("gh", n, recentre=True))
+            run("plain", x, InnerRule(n))
+            run("recentred", x, InnerRule(n, recentre=True))
         for n, nf in ((8, 32), (10, 32), (12, 48), (16, 64)):
-            run("hybrid", x, InnerRule("gh", n), InnerRule("gh", nf))
+            run("hybrid", x, InnerRule(n), InnerRule(nf))
 
     # which nodes carry the difference between 24 and 40 recentred points at x = 1000
     x = 1e3
     z = [0.985 * fp.q, fp.q, 0.0, fp.theta, fp.V, x]
     w0, t = ch.diagonal_nodes(z[0], 0.0, z[3])
-    F = {n: rsb_node_moments(w0, t, fp.V, z[1] - z[0], x, p.sigma, inner=InnerRule("gh", n),
+    F = {n: rsb_node_moments(w0, t, fp.V, z[1] - z[0], x, p.sigma, inner=InnerRule(n),
                              eps=1e-6) for n in (24, 40)}
-    rough = OneStepRSBMap(ch, 1.0, inner=InnerRule("gh", 10), fine=InnerRule("gh", 32),
+    rough = OneStepRSBMap(ch, 1.0, inner=InnerRule(10), fine=InnerRule(32),
                           pin="m", eps=1e-6).classify(z)
     d = np.abs(F[24].F2 - F[40].F2)
     share = float(d[rough].sum() / d.sum())

@@ -115,9 +115,9 @@ def test_recentred_inner_rule_integrates_the_tilted_measure(rs_point):
     ch, fp = rs_point
     w0, t = ch.diagonal_nodes(0.98 * fp.q, 0.0, fp.theta)
     common = dict(V=fp.V, Dq=0.02 * fp.q, x=1e4, sigma=0.5, eps=1e-6)
-    rec = rsb_node_moments(w0, t, inner=InnerRule("gh", 16, recentre=True), **common)
-    ref = rsb_node_moments(w0, t, inner=InnerRule("gh", 48), **common)
-    plain = rsb_node_moments(w0, t, inner=InnerRule("gh", 10), **common)
+    rec = rsb_node_moments(w0, t, inner=InnerRule(16, recentre=True), **common)
+    ref = rsb_node_moments(w0, t, inner=InnerRule(48), **common)
+    plain = rsb_node_moments(w0, t, inner=InnerRule(10), **common)
     for name in ("F2", "Mx", "Mbar"):
         assert getattr(rec, name).mean() == pytest.approx(getattr(ref, name).mean(), rel=2e-5)
     assert abs(plain.F2.mean() / ref.F2.mean() - 1) > 1e-4
@@ -138,9 +138,9 @@ def test_rough_nodes_carry_the_inner_rules_error():
     fp = solve_branch(p, "semantic", 1.0, ch)
     z = [0.985 * fp.q, fp.q, 0.0, fp.theta, fp.V, 1000.0]
     w0, t = ch.diagonal_nodes(z[0], 0.0, z[3])
-    F = [rsb_node_moments(w0, t, fp.V, z[1] - z[0], z[5], p.sigma, inner=InnerRule("gh", n),
+    F = [rsb_node_moments(w0, t, fp.V, z[1] - z[0], z[5], p.sigma, inner=InnerRule(n),
                           eps=1e-6) for n in (24, 40)]
-    rough = OneStepRSBMap(ch, 1.0, inner=10, fine=InnerRule("gh", 32), pin="m",
+    rough = OneStepRSBMap(ch, 1.0, inner=10, fine=InnerRule(32), pin="m",
                           eps=1e-6).classify(z)
     d = np.abs(F[0].F2 - F[1].F2)
     assert d[~rough].sum() <= 1e-3 * d.sum()

@@ -103,7 +103,7 @@ def _inner_rule(order: int):
 @dataclass(frozen=True)
 class InnerRule:
     r"""The inner rule of the 1RSB channel: a tensor Gauss--Hermite rule of ``size`` points per
-    axis, the same at every outer node (``kind`` ``"gh"``, the only one).
+    axis, the same at every outer node.
 
     It converges fast where the inner integrand is smooth, and slowly where the prox jumps or
     turns steeply inside the inner Gaussian: :class:`OneStepRSBMap` spends a finer rule on
@@ -111,30 +111,21 @@ class InnerRule:
     the tilted inner measure's mode and reweighted exactly (:func:`_tilted_gaussian`): the mode
     moves by about :math:`x\sqrt{q_1-q_0}\,|f|`, several inner standard deviations at
     :math:`x \gtrsim 10^4` at the paper's point, where a rule centred at zero needs many
-    points.  Measured (``studies/one_step_rsb_inner.py``, alpha = 2, smooth): at x = 1e4,
-    16 x 16 recentred points are within 4e-6 of the exact average where 10 x 10 centred ones
-    are 1e-3 off, but 24 x 24 centred points reach 6e-11, and recentring makes the map less
-    smooth where the mode search meets a jump; so it is off by default, for x up to about
-    1e4, and an option beyond."""
+    points (``tests/test_one_step_rsb.py``: at alpha = 2, x = 1e4, 16 x 16 recentred points are
+    within 2e-6 of a centred 48 x 48 rule where 10 x 10 centred ones miss by 8e-4).  It is off
+    by default: the profiles of ``studies/one_step_rsb_energy.py`` (x <= 5000) use centred
+    rules."""
 
-    kind: str = "gh"
     size: int = 12
     #: place the rule on a proposal near the tilted measure's mode (:func:`_tilted_gaussian`)
     recentre: bool = False
 
     def __post_init__(self):
-        if self.kind != "gh":
-            raise ValueError(f"inner rule kind must be 'gh', got {self.kind!r}")
         if not 1 <= self.size <= 96:
             raise ValueError(f"inner rule size must be in [1, 96], got {self.size}")
 
-    @property
-    def points_per_node(self) -> int:
-        return self.size**2
-
-    def points(self, n: int):
-        """``(zeta, g)``: ``zeta`` ``(k, 2)``, the same at every node, and weights ``g``
-        ``(k,)`` summing to one."""
+    def points(self):
+        """``(zeta, g)``: ``zeta`` ``(k, 2)`` and weights ``g`` ``(k,)`` summing to one."""
         return _inner_rule(self.size)
 
     def __str__(self) -> str:
@@ -142,7 +133,7 @@ class InnerRule:
 
 
 def _as_rule(inner) -> InnerRule:
-    return inner if isinstance(inner, InnerRule) else InnerRule("gh", int(inner))
+    return inner if isinstance(inner, InnerRule) else InnerRule(int(inner))
 
 
 def rsb_node_moments(w0, t, V, Dq, x, sigma, *, inner=12, eps: float = 1e-3,
@@ -193,7 +184,7 @@ def _inner_points(w0, t, V, Dq, x, sigma, gtol, inner):
     inner rule's points at every node, recentred on the tilted Gaussian if the rule says so."""
     n = w0.shape[0]
     rule = _as_rule(inner)
-    u, g = rule.points(n)
+    u, g = rule.points()
     k = len(g)
     u = np.broadcast_to(u, (n, k, 2))
     if rule.recentre and x * Dq > 0:
@@ -218,8 +209,7 @@ STEEP_MARGIN = 3.0
 _MIN_PRECISION = 0.25
 
 #: the share of the tilt's curvature the proposal takes (one half: twice the Laplace
-#: variance; with the full curvature the weights blow up in the tails where the envelope
-#: flattens, studies/one_step_rsb_inner.py)
+#: variance, so that the weights stay bounded in the tails where the envelope flattens)
 _CURV = 0.5
 
 #: damped Newton steps towards the tilted measure's mode, and their longest length in inner
@@ -343,13 +333,13 @@ class OneStepRSBMap:
         sigma = ch.params.sigma
         w0, t = ch.diagonal_nodes(q0_, m_, th_)
         n = w0.shape[0]
-        pr = rsb_node_moments(w0, t, V_, Dq, x_, sigma, inner=self.inner, eps=self.eps,
-                              gtol=ch.gtol).minima
-        k = pr.h.shape[0] // n
-        # the inner points again, from the centre's minimiser only: its branch, followed
+        w1, _, _, g = _inner_points(w0, t, V_, Dq, x_, sigma, ch.gtol, self.inner)
+        k = len(g)
+        tt = np.repeat(t, k, axis=0)
+        pr = prox(w1, tt, V_, sigma, gtol=ch.gtol)
+        # the inner points from the centre's minimiser only: its branch, followed
         centre = prox(w0, t, V_, sigma, gtol=ch.gtol)
-        w1 = _inner_points(w0, t, V_, Dq, x_, sigma, ch.gtol, self.inner)[0]
-        follow = prox(w1, np.repeat(t, k, axis=0), V_, sigma, gtol=ch.gtol,
+        follow = prox(w1, tt, V_, sigma, gtol=ch.gtol,
                       extra_starts=np.repeat(centre.h, k, axis=0)[:, None, :],
                       include_default=False)
         left = ~follow.converged | (np.linalg.norm(follow.h - pr.h, axis=1) > 1e-6)
