@@ -39,12 +39,11 @@ minimiser, whatever smoothing width the fixed point was solved at).
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
 from .general import GeneralChannel, OrderParameters
-from .stability import DEFAULT_DELTA, RSStability, _replicon_kernels, _verdict
+from .stability import DEFAULT_DELTA, RSStability, _replicon_kernels, stability_report
 
 __all__ = ["general_rs_stability", "moreau_hessian", "RANK_NOTE"]
 
@@ -82,38 +81,12 @@ def general_rs_stability(channel: GeneralChannel, x: OrderParameters, alpha: flo
     the growth's from the near-tie count."""
     L, r = channel.params.L, channel.params.r
     w, _, T, h, G, conv, G2, h2 = prox if prox is not None else channel.prox(x)
-    wt = channel.weights
-    gap = G2 - G
     jump = np.sqrt(np.sum((h - h2) ** 2, axis=(1, 2)))     # Frobenius; nan without a 2nd minimum
-    note = ""
-    if r == 1:
-        V = float(x.V[0, 0])
-        zero_t, _, per_slab = _replicon_kernels(L)
-        J = np.linalg.inv(V * moreau_hessian(channel, x, h, w, T))
-        iu = np.triu_indices(L)
-        cont = zero_t(*(J[:, i, j] for i, j in zip(*iu)), alpha)
-        ok = np.isfinite(cont) & conv
-        n = int(ok.sum())
-        replicon = float(wt[ok] @ cont[ok] / wt[ok].sum()) if n else math.nan
-        replicon_err = float(np.std(cont[ok]) / math.sqrt(n)) if n else math.nan
-    else:
-        ok = conv.copy()
-        n = int(ok.sum())
-        replicon = replicon_err = math.nan
-        note = RANK_NOTE
-    tie = ok & (gap < delta)
-    tie10 = ok & (gap < 10 * delta)
-    n_tie, n_tie_10 = int(tie.sum()), int(tie10.sum())
-    if r == 1:
-        contrib = np.where(tie, alpha * per_slab(np.where(tie, jump, 0.0), V, delta), 0.0)
-        growth = float(wt @ contrib)
-        growth_err = growth / math.sqrt(n_tie) if n_tie else 0.0
-    else:
-        growth = growth_err = math.nan
-    verdict, reason = _verdict(replicon, replicon_err, n_tie, n_tie_10, delta, n, note)
-    return RSStability(alpha=alpha, replicon=replicon, replicon_err=replicon_err,
-                       growth=growth, growth_err=growth_err,
-                       two_minima=float(wt[ok & np.isfinite(gap)].sum()),
-                       near_tie=float(wt[tie].sum()), near_tie_10=float(wt[tie10].sum()),
-                       jump=float(jump[tie].mean()) if n_tie else math.nan, n_nodes=n,
-                       delta=delta, verdict=verdict, reason=reason, replicon_note=note)
+    if r > 1:
+        return stability_report(alpha, channel.weights, conv, G2 - G, jump, delta=delta,
+                                note=RANK_NOTE)
+    V = float(x.V[0, 0])
+    J = np.linalg.inv(V * moreau_hessian(channel, x, h, w, T))
+    cont = _replicon_kernels(L)[0](*(J[:, i, j] for i, j in zip(*np.triu_indices(L))), alpha)
+    return stability_report(alpha, channel.weights, conv, G2 - G, jump, cont=cont, V=V,
+                            delta=delta, L=L)

@@ -46,8 +46,8 @@ from ..results import format_estimate
 from .finite_temperature import _hessian, gibbs_moments
 from .prox import prox
 
-__all__ = ["RSStability", "rs_stability", "replicon_at_beta", "combine_stability",
-           "stability_at", "DEFAULT_DELTA"]
+__all__ = ["RSStability", "rs_stability", "stability_report", "replicon_at_beta",
+           "combine_stability", "stability_at", "DEFAULT_DELTA"]
 
 #: the gap below which two minima count as tied, for the jump coefficient ``s``
 DEFAULT_DELTA = 1e-3
@@ -162,30 +162,44 @@ def rs_stability(channel, x, alpha: float, *, delta: float = DEFAULT_DELTA,
     p = channel.params
     w, t = channel.diagonal_nodes(q, m, theta)
     pr = minima if minima is not None else prox(w, t, V, p.sigma, gtol=channel.gtol)
-    zero_t, _, per_slab = _replicon_kernels()
-    H = _hessian(pr.h, w, t, V, p.sigma)
-    J = np.linalg.inv(V * H)
-    wt = channel.nodes.weights
+    zero_t = _replicon_kernels()[0]
+    J = np.linalg.inv(V * _hessian(pr.h, w, t, V, p.sigma))
     cont = zero_t(J[:, 0, 0], J[:, 0, 1], J[:, 1, 1], alpha)
-    ok = np.isfinite(cont) & pr.converged
-    replicon = float(wt[ok] @ cont[ok] / wt[ok].sum())
+    return stability_report(alpha, channel.nodes.weights, pr.converged, pr.gap,
+                            np.linalg.norm(pr.h - pr.h2, axis=1), cont=cont, V=V, delta=delta)
+
+
+def stability_report(alpha: float, wt, converged, gap, jump, *, cont=None, V=None,
+                     delta: float = DEFAULT_DELTA, L: int = 2, note: str = "") -> RSStability:
+    r"""The report from node values (module doc), for the paper's shape and the general model:
+    weights ``wt``, prox ``converged``, ``gap`` between the two lowest minima (``inf`` without a
+    second), ``jump`` :math:`|\Delta|`; ``cont`` the replicon integrand and ``V`` the scalar
+    response, or ``None`` where they are not derived (then replicon and growth are ``nan`` and
+    ``note`` says why)."""
+    ok = converged & (np.isfinite(cont) if cont is not None else True)
     n = int(ok.sum())
-    replicon_err = float(np.std(cont[ok]) / math.sqrt(n))     # i.i.d. bound; RQMC is tighter
-    gap = pr.gap
+    if cont is not None and n:
+        replicon = float(wt[ok] @ cont[ok] / wt[ok].sum())
+        replicon_err = float(np.std(cont[ok]) / math.sqrt(n))   # i.i.d. bound; RQMC is tighter
+    else:
+        replicon = replicon_err = math.nan
     tie = ok & (gap < delta)
     tie10 = ok & (gap < 10 * delta)
-    jump = np.linalg.norm(pr.h - pr.h2, axis=1)
-    contrib = np.where(tie, alpha * per_slab(np.where(tie, jump, 0.0), V, delta), 0.0)
-    growth = float(wt @ contrib)
     n_tie, n_tie_10 = int(tie.sum()), int(tie10.sum())
-    growth_err = growth / math.sqrt(n_tie) if n_tie else 0.0
-    verdict, reason = _verdict(replicon, replicon_err, n_tie, n_tie_10, delta, n)
+    if V is not None:
+        per_slab = _replicon_kernels(L)[2]
+        contrib = np.where(tie, alpha * per_slab(np.where(tie, jump, 0.0), V, delta), 0.0)
+        growth = float(wt @ contrib)
+        growth_err = growth / math.sqrt(n_tie) if n_tie else 0.0
+    else:
+        growth = growth_err = math.nan
+    verdict, reason = _verdict(replicon, replicon_err, n_tie, n_tie_10, delta, n, note)
     return RSStability(alpha=alpha, replicon=replicon, replicon_err=replicon_err,
                        growth=growth, growth_err=growth_err,
                        two_minima=float(wt[ok & np.isfinite(gap)].sum()),
                        near_tie=float(wt[tie].sum()), near_tie_10=float(wt[tie10].sum()),
                        jump=float(jump[tie].mean()) if n_tie else math.nan, n_nodes=n,
-                       delta=delta, verdict=verdict, reason=reason)
+                       delta=delta, verdict=verdict, reason=reason, replicon_note=note)
 
 
 def combine_stability(reports) -> RSStability:
