@@ -6,7 +6,10 @@ Usage::
     symattn thresholds [model options] [--json] [--out FILE]
                        [--precision {fast,standard,high}] [--high-log2n K] [--high-rules R]
                        [--second-route-orders N1,N2,N3|none] [--second-route-alpha-l]
+                       [--rsb 1 [--rsb-* options as for fixed-point]]
     symattn fixed-point --branch {positional,semantic,trivial} --alpha A [model options] [--json]
+                        [--out FILE] [--rsb 1 [--rsb-log2n K] [--rsb-rules R] [--rsb-coarse N]
+                        [--rsb-fine N] [--rsb-x-ref X] [--rsb-xs x1,x2,..]]
     symattn simulate --d D --alpha A --start {semantic,positional,random} [--seeds K]
                      [--n-test N] [model options] [--json]
     symattn validate --out DIR [--alphas a,b,..] [--ds d1,d2,..] [--seeds K] [--same-seeds]
@@ -55,6 +58,14 @@ def build_parser():
     return p
 
 
+def _resumable(argv) -> bool:
+    """Whether the interrupted command keeps its finished work: the sweeps, and the 1RSB
+    searches (``--rsb 1``: every solve is in the run file)."""
+    argv = list(argv or [])
+    return bool(argv) and (argv[0] in RESUMABLE or "--rsb=1" in argv
+                           or any(a == "--rsb" and b == "1" for a, b in zip(argv, argv[1:])))
+
+
 def main(argv=None) -> int:
     argv = join_negative_values(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
@@ -80,7 +91,7 @@ def main(argv=None) -> int:
         signum = getattr(exc, "signum", None)
         how = "interrupted" if signum is None else f"terminated ({signal.Signals(signum).name})"
         print(f"symattn: {how}" + ("; completed tasks are saved, rerun the same command to "
-                                   "resume" if argv and argv[0] in RESUMABLE else ""),
+                                   "resume" if _resumable(argv) else ""),
               file=sys.stderr)
         return 130 if signum is None else 128 + signum
 

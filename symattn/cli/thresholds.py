@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .one_step_rsb import add_rsb_options, rsb_settings
 from .common import (DEFAULT_OUT, EXIT_NOT_FOUND, GENERAL_BRACKET, UsageError,
                      add_model_options, bracket_arg, fmt, int_arg, params_from,
                      second_orders_arg)
@@ -34,7 +35,10 @@ def add_parser(sub):
                       log2n_default="14 with --precision fast, else 12",
                       rules_default="8 with --precision fast, else one scramble locates "
                                     "the thresholds")
-    t.add_argument("--out", type=Path, default=None, help="also write the full JSON here")
+    t.add_argument("--out", type=Path, default=None,
+                   help="also write the full JSON here; with --rsb 1: the 1RSB run file, "
+                        "written after every solve and resumed from (default symattn-results/"
+                        "thresholds-rsb1-omegaW.json)")
     t.add_argument("--bracket", type=bracket_arg, default=None, metavar="LO:HI",
                    help="general model only (--L, --positions, --rank, --teacher-rank): "
                         "alpha_c is searched for in [LO, HI], where the global minimum's "
@@ -61,6 +65,7 @@ def add_parser(sub):
     h.add_argument("--second-route-alpha-l", dest="second_alpha_l", action="store_true",
                    help="also confirm alpha_l by the second route (fixed points with "
                         "line-preintegrated atoms; about 2 more minutes; --precision high)")
+    add_rsb_options(t)
 
 
 def _progress(k, n, rule):
@@ -95,12 +100,17 @@ def _settings(args, fast: bool):
 
 def run(args, main_job=False) -> int:
     params = params_from(args, general=not main_job)
+    if args.rsb and not params.is_paper_shape:
+        raise ParameterError("rsb", "the 1RSB equations are solved for the paper's shape only "
+                                    "(two tokens, rank one)")
     if not params.is_paper_shape:
         return _run_general(args, params)
     if args.bracket is not None:
         raise ParameterError("bracket", "applies to the general model only (the paper's "
                                         "thresholds are located from alpha = 1 on)")
     _check_options(args)
+    if rsb_settings(args) is not None:
+        return _run_rsb(args, params)
     fast = args.precision == "fast"
     settings, first_only = _settings(args, fast)
     out = args.out if args.out is not None else (DEFAULT_OUT / "thresholds.json" if main_job
@@ -166,6 +176,29 @@ def run(args, main_job=False) -> int:
           "\n(--out FILE saves the full JSON: every scramble's thresholds and fixed points)")
     print(f"took {wall:.1f} s")
     return 0
+
+
+def _run_rsb(args, params) -> int:
+    """``--rsb 1``: the RS thresholds by the fast route (their error, 1e-6, is a thousandth of
+    the 1RSB shifts'), then the 1RSB corrections (:mod:`symattn.cli.one_step_rsb`)."""
+    if args.precision == "high":
+        raise ParameterError("rsb", "--rsb 1 takes the RS thresholds from the fast route; "
+                                    "--precision high refines the RS values alone")
+    from ..numerics.branches import BranchNotFound
+    from ..numerics.thresholds import ThresholdNotFound, compute_thresholds
+    from .one_step_rsb import run_thresholds
+    settings, _ = _settings(args, True)
+    print(f"symattn: RS thresholds on {settings.rules} scrambled Sobol rules of "
+          f"2^{settings.log2n} points", file=sys.stderr, flush=True)
+    try:
+        th = compute_thresholds(params, settings, progress=_progress)
+    except (ThresholdNotFound, BranchNotFound) as exc:
+        print(f"symattn: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    rs = {"alpha_c": None if th.alpha_c_note else th.alpha_c,
+          "alpha_c_err": None if th.alpha_c_note else th.alpha_c_err,
+          "alpha_l": th.alpha_l, "alpha_l_err": th.alpha_l_err}
+    return run_thresholds(args, params, rs)
 
 
 def _saved_or_json(args, out, data) -> bool:

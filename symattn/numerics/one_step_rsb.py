@@ -274,6 +274,9 @@ class OneStepRSBPoint:
     n_rough: int = 0
     #: the smoothing width of near-tied minima the point solves the equations at
     eps: float = float("nan")
+    #: :math:`\Sigma/e = -x^2\partial_x\Phi/|\Phi|` at the point, on the map it was solved on
+    #: (the x equation's residual, with the sign of the complexity; zero at the stationary x)
+    sigma_over_e: float = float("nan")
 
     def as_dict(self) -> dict:
         names = ("q0", "q1", "m", "theta", "V", "x")
@@ -282,7 +285,7 @@ class OneStepRSBPoint:
                 **dict(zip(hats, map(float, self.hats))), "eps_t": self.eps_t,
                 "residual": self.residual, "converged": self.converged,
                 "iterations": self.iterations, "message": self.message,
-                "n_rough": self.n_rough, "eps": self.eps}
+                "n_rough": self.n_rough, "eps": self.eps, "sigma_over_e": self.sigma_over_e}
 
 
 class OneStepRSBMap:
@@ -444,7 +447,8 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
         if progress:
             progress(it, z, r)
         if r <= tol:
-            return OneStepRSBPoint(fmap.alpha, z, hats, -phi, r, True, it - 1, "converged")
+            return OneStepRSBPoint(fmap.alpha, z, hats, -phi, r, True, it - 1, "converged",
+                                   sigma_over_e=float(-res[5]))
         J = np.full((len(free), len(free)), np.nan)
         for c, k in enumerate(free):
             h = step * max(1.0, abs(z[k]))
@@ -482,7 +486,8 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
     r = float(np.max(np.abs(res[free])))
     ok = r <= tol
     return OneStepRSBPoint(fmap.alpha, z, hats, -phi, r, ok, it,
-                           "converged" if ok else (msg or f"residual {r:.3g} after {it} steps"))
+                           "converged" if ok else (msg or f"residual {r:.3g} after {it} steps"),
+                           sigma_over_e=float(-res[5]))
 
 
 #: the smoothing widths of :func:`solve_ladder`, as the RS solver lowers its tie smoothing

@@ -1,0 +1,214 @@
+"""``--rsb 1`` of ``fixed-point`` and ``thresholds``: the one-step RSB searches' options, their
+run file (every solve saved as it finishes; the same command resumes) and their printout
+(numerics: :mod:`symattn.numerics.one_step_rsb_search`,
+:mod:`symattn.numerics.one_step_rsb_thresholds`; docs: stability, 'One-step RSB')."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from .common import DEFAULT_OUT, EXIT_NOT_FOUND, float_arg, fmt, int_arg, list_arg
+from ..model.params import ParameterError
+
+#: the options of the 1RSB search, as (dest, RSBSettings field)
+_OPTIONS = (("rsb_log2n", "log2n"), ("rsb_rules", "rules"), ("rsb_coarse", "coarse"),
+            ("rsb_fine", "fine"), ("rsb_xs", "xs"), ("rsb_x_ref", "x_ref"))
+
+
+def add_rsb_options(p) -> None:
+    g = p.add_argument_group("one-step replica-symmetry breaking (docs: stability, "
+                             "'One-step RSB')")
+    g.add_argument("--rsb", type=int, choices=(0, 1), default=0,
+                   help="1: also solve the zero-temperature 1RSB equations (stationary Parisi "
+                        "x, paired shifts from RS, error bars over rules); minutes to hours, "
+                        "every solve saved to --out and resumed from it")
+    g.add_argument("--rsb-log2n", dest="rsb_log2n", type=int_arg("rsb-log2n", 4, 16),
+                   default=None, help="outer Sobol points per 1RSB rule: 2**K (default 10)")
+    g.add_argument("--rsb-rules", dest="rsb_rules", type=int_arg("rsb-rules", 1, 64),
+                   default=None, help="scrambled rules of the 1RSB search (default 3)")
+    g.add_argument("--rsb-coarse", dest="rsb_coarse", type=int_arg("rsb-coarse", 2, 64),
+                   default=None, help="inner Gauss-Hermite points per axis on smooth outer "
+                                      "nodes (default 12)")
+    g.add_argument("--rsb-fine", dest="rsb_fine", type=int_arg("rsb-fine", 2, 96),
+                   default=None, help="inner points per axis on rough outer nodes (default 32)")
+    g.add_argument("--rsb-x-ref", dest="rsb_x_ref", default=None,
+                   type=float_arg("rsb-x-ref", 0.0, None, lo_open=True),
+                   help="the reference Parisi x, RS up to 1e-3 of the effect (default 10)")
+    g.add_argument("--rsb-xs", dest="rsb_xs", default=None,
+                   type=list_arg("rsb-xs", float_arg("x", 0.0, None, lo_open=True)),
+                   help="increasing Parisi x of the profile, searched for the sign change of "
+                        "the x equation (default 30,100,300,1000,3000,10000)")
+
+
+def rsb_settings(args, tol: float | None = None):
+    """The :class:`~symattn.numerics.one_step_rsb_search.RSBSettings` of the command line, or
+    ``None`` without ``--rsb 1`` (then the ``--rsb-*`` options are refused)."""
+    given = {field: getattr(args, dest) for dest, field in _OPTIONS
+             if getattr(args, dest, None) is not None}
+    if args.rsb == 0:
+        if given:
+            raise ParameterError("rsb", f"--{'/--'.join(k.replace('_', '-') for k in given)} "
+                                        "need --rsb 1")
+        return None
+    from ..numerics.one_step_rsb_search import RSBSettings
+    if tol is not None:
+        given["tol"] = max(tol, 1e-9)      # the 1RSB solves stop at 1e-9 (the inner rule's level)
+    return RSBSettings(**given)
+
+
+class RunFile:
+    """A 1RSB run's file: ``header`` (what was asked), ``rows`` (every solve, written atomically
+    as it finishes) and, at the end, ``result``.  An existing file with the same header is
+    resumed (its rows replayed); one with another header is refused, not overwritten."""
+
+    def __init__(self, path: Path, header: dict):
+        from ..runs.files import read_json
+        self.path, self.header, self.rows = Path(path), json.loads(json.dumps(header)), []
+        if self.path.exists():
+            data = read_json(self.path, "out")
+            if data.get("header") != self.header:
+                raise ParameterError("out", f"{self.path} holds a run with other parameters "
+                                            f"({data.get('header')}); give another --out or "
+                                            "remove it")
+            self.rows = list(data.get("rows", []))
+
+    def _write(self, result=None) -> None:
+        from ..runs.files import write_json
+        write_json(self.path, {"header": self.header, "rows": self.rows, "result": result})
+
+    def save(self, row: dict) -> None:
+        self.rows.append(row)
+        self._write()
+
+    def finish(self, result: dict) -> None:
+        self._write(result)
+
+
+def _say(text: str) -> None:
+    print(f"  {text}", file=sys.stderr, flush=True)
+
+
+def default_out(name: str) -> Path:
+    return DEFAULT_OUT / name
+
+
+def run_fixed_point(args, params, settings) -> int:
+    """``symattn fixed-point --rsb 1``."""
+    from ..numerics.branches import BranchNotFound
+    from ..numerics.estimates import fixed_point_estimate
+    from ..numerics.one_step_rsb_search import one_step_rsb_estimate
+    from ..runs.lock import output_lock
+    from ..runs.paths import check_output_file
+    rsb = rsb_settings(args, settings.tol)
+    if args.branch == "trivial":
+        raise ParameterError("branch", "--rsb 1 needs the positional or semantic branch")
+    out = check_output_file(args.out or default_out(
+        f"fixed-point-rsb1-{args.branch}-alpha{args.alpha:g}-omega{params.omega:g}.json"))
+    header = {"command": "fixed-point", "branch": args.branch, "alpha": args.alpha,
+              "params": params.as_dict(), "rsb": rsb.as_dict(), "rs_settings": asdict(settings)}
+    with output_lock(out, folder=False):
+        run = RunFile(out, header)
+        print(f"symattn: 1RSB, {args.branch} branch at alpha = {args.alpha:g}: {rsb.rules} rules "
+              f"of 2^{rsb.log2n} outer points, inner {rsb.coarse}^2 / {rsb.fine}^2; saved to "
+              f"{out}" + (f" (resuming: {len(run.rows)} solves done)" if run.rows else ""),
+              file=sys.stderr, flush=True)
+        try:
+            rs = fixed_point_estimate(params, args.branch, args.alpha, settings).to_dict()
+            est = one_step_rsb_estimate(params, args.branch, args.alpha, rsb, rs=rs,
+                                        rows=run.rows, save=run.save, progress=_say)
+        except BranchNotFound as exc:
+            print(f"symattn: {exc}", file=sys.stderr)
+            if args.json:
+                print(json.dumps({"branch": args.branch, "alpha": args.alpha, "rsb": 1,
+                                  "converged": False, "error": str(exc)}))
+            return EXIT_NOT_FOUND
+        data = est.to_dict()
+        run.finish(data)
+    if args.json:
+        print(json.dumps(data, indent=2, default=float))
+    else:
+        print_estimate(est)
+        print(f"\nresults written to {out}")
+    return 0 if est.converged else EXIT_NOT_FOUND
+
+
+#: rows of the printout: (label, key of values(), RS key, shift key)
+_ROWS = (("eps_t", "eps_t", "eps_t", "d_eps_t"),
+         ("eps_t (x eq.)", "eps_t_envelope", "eps_t", "d_eps_t_envelope"),
+         ("eps_g", "eps_g", "eps_g", "d_eps_g"), ("q0", "q0", "q", "d_q0"),
+         ("q1", "q1", "q", "d_q1"), ("m", "m", "m", "d_m"), ("theta", "theta", "theta", "d_theta"),
+         ("V", "V", "V", "d_V"))
+
+
+def print_estimate(est) -> None:
+    print(f"1RSB, {est.branch} branch at alpha = {est.alpha:.7g}: {est.status} ({est.note})")
+    for r in est.per_rule:
+        print(f"  rule {r.seed}: {r.status}" + (f", x* = {r.x_star:.4g}" if r.x_star else "")
+              + (f" ({r.why})" if r.why else ""))
+    if est.status in ("converged", "interpolated"):
+        x, xe = est.shifts["x_star"]
+        f, fe = est.shifts["q0_over_q1"]
+        print(f"stationary Parisi x = {fmt(x, xe)}, q0/q1 = {fmt(f, fe)}")
+    if est.status == "not resolved" or est.rs is None:
+        return
+    print(f"  {'':14s} {'RS':>26s} {'1RSB':>26s} {'1RSB - RS (paired)':>24s}")
+    vals = est.values()
+    for label, key, rs_key, d_key in _ROWS:
+        d, de = est.shifts[d_key]
+        print(f"  {label:14s} {fmt(est.rs[rs_key], est.rs[rs_key + '_err']):>26s} "
+              f"{fmt(*vals[key]):>26s} {d:>+13.3e} +- {de:7.1e}")
+    print("error bars: standard errors over the rules used (the RS column: over its own "
+          "scrambles); the two eps_t rows are the two routes (docs: stability)")
+
+
+def run_thresholds(args, params, rs: dict) -> int:
+    """``symattn thresholds --rsb 1``, from the RS thresholds ``rs``."""
+    from ..numerics.one_step_rsb_thresholds import SLOPE_SETTINGS, one_step_rsb_thresholds
+    from ..runs.lock import output_lock
+    from ..runs.paths import check_output_file
+    rsb = rsb_settings(args, args.tol)
+    out = check_output_file(args.out or default_out(
+        f"thresholds-rsb1-omega{params.omega:g}.json"))
+    header = {"command": "thresholds", "params": params.as_dict(), "rsb": rsb.as_dict(),
+              "rs": {k: rs[k] for k in ("alpha_c", "alpha_l")}}
+    with output_lock(out, folder=False):
+        run = RunFile(out, header)
+        print(f"symattn: 1RSB corrections to the thresholds: {rsb.rules} rules of "
+              f"2^{rsb.log2n} outer points per search; saved to {out}"
+              + (f" (resuming: {len(run.rows)} solves done)" if run.rows else ""),
+              file=sys.stderr, flush=True)
+        th = one_step_rsb_thresholds(params, rs, rsb, SLOPE_SETTINGS, rows=run.rows,
+                                     save=run.save, progress=_say)
+        data = th.to_dict()
+        run.finish(data)
+    if args.json:
+        print(json.dumps(data, indent=2, default=float))
+    else:
+        print_thresholds(th)
+        print(f"\nresults written to {out}")
+    return 0 if th.status == "converged" else EXIT_NOT_FOUND
+
+
+def print_thresholds(th) -> None:
+    rs = th.rs
+    for key in ("positional", "semantic", "semantic_l"):
+        if key in th.estimates:
+            print_estimate(th.estimates[key])
+            print()
+    if rs["alpha_c"] is not None:
+        Dp, Dpe = th.slopes["D_prime"]
+        print(f"D'(alpha_c) = d(eps_t^sem - eps_t^pos)/d alpha = {Dp:.4e} +- {Dpe:.1e} (RS)")
+        print(f"alpha_c  RS   {fmt(rs['alpha_c'], rs['alpha_c_err'])}")
+        for route, what in (("direct", "difference of fixed points"),
+                            ("envelope", "integrated x equation")):
+            print(f"         1RSB {fmt(*th.alpha_c[route])}  ({what})")
+    g, ge = th.slopes["eps_g_sem"]
+    print(f"d eps_g^sem/d alpha at alpha_l = {g:.4e} +- {ge:.1e} (RS)")
+    print(f"alpha_l  RS   {fmt(rs['alpha_l'], rs['alpha_l_err'])}")
+    print(f"         1RSB {fmt(*th.alpha_l)}")
+    print(f"status: {th.status}" + (f"; {th.note}" if th.note else ""))
+    for a in th.assumed:
+        print(f"  correction taken as 0, not resolved: {a}")

@@ -1,0 +1,332 @@
+r"""The 1RSB point of one branch at one alpha, with error bars over scrambled rules
+(``symattn fixed-point --rsb 1``, ``thresholds --rsb 1``; docs: stability, 'One-step RSB').
+
+On each scrambled Sobol rule of ``2^log2n`` outer points, after the RS fixed point on that rule:
+
+1. **Reference.** The five 1RSB equations in :math:`(q_0, q_1, m\text{ or }\theta, V)` at
+   :math:`x_{\rm ref}` (default 10: the tilt :math:`e^{-x\mathcal M}` varies by about 1e-3 over
+   an inner Gaussian there, so the point is RS's up to that, but on the same outer x inner rule),
+   from :math:`q_0 = 0.985\,q_{\rm RS}`, :math:`q_1 = q_{\rm RS}`.  :math:`q_0 = q_1` solves the
+   1RSB equations at every x and Newton sometimes goes there; then once more from
+   :math:`q_0 = 0.93\,q_{\rm RS}`, and if it goes there again the rule *reduces to RS*.
+2. **Profile.** The same at each x of ``xs`` in turn, warm-started, until
+   :math:`\Sigma/e = -x^2\partial_x\Phi/|\Phi|` (the complexity relative to the energy) changes
+   sign from + to -.
+3. **Stationary x.** All six equations, x free, by Newton from the linear interpolation of the
+   two points around the sign change.
+
+The shifts from the reference are paired on the rule (alone, 2^10 outer points put RS's
+:math:`\theta` 3 % off; the pairing cancels that to the size of the effect).  The training loss
+shift is estimated twice: the difference of the fixed points' :math:`\varepsilon_t`, and the x
+equation integrated along the profile (:math:`d\varepsilon_t/dx = \varepsilon_t\,(\Sigma/e)/x^2`,
+the envelope theorem): on a finite rule the equations are stationarity conditions of
+:math:`\Phi` only up to the quadrature error, so the two differ by it, and both are reported.
+The generalisation error of one state is :math:`\varepsilon_g(q_1, m, \theta)`.
+
+Every solve is handed to ``save`` as it finishes, and a run given the rows of an earlier one
+replays them instead of solving again (the steps are deterministic), so a long run resumes
+where it stopped.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+__all__ = ["RSBSettings", "RuleRSB", "OneStepRSBEstimate", "one_step_rsb_estimate",
+           "rule_one_step_rsb", "envelope_shift", "COLLAPSED", "STATUSES"]
+
+#: a point whose q_1 - q_0 fell below this share of q_1 has gone to q_0 = q_1 (RS)
+COLLAPSED = 1e-5
+
+#: q_0 / q_RS of the first start and of the one retry after a collapse
+START_RATIOS = (0.985, 0.93)
+
+#: a rule's status: the six equations solved; the sign change found but the six-equation
+#: Newton did not converge (values interpolated); Newton went to q_0 = q_1 from both starts;
+#: Sigma/e did not change sign on the grid; the reference did not converge
+STATUSES = ("stationary", "interpolated", "reduces to RS", "no sign change", "failed")
+
+
+@dataclass(frozen=True)
+class RSBSettings:
+    """The 1RSB search's numerics (module doc).  ``coarse``/``fine``: Gauss--Hermite points per
+    axis of the inner rule on the smooth / rough outer nodes
+    (:class:`~symattn.numerics.one_step_rsb.OneStepRSBMap`); ``eps_stages``: the smoothing
+    widths of near-tied minima (:func:`~symattn.numerics.one_step_rsb.solve_ladder`)."""
+
+    log2n: int = 10
+    rules: int = 3
+    coarse: int = 12
+    fine: int = 32
+    x_ref: float = 10.0
+    xs: tuple = (30.0, 100.0, 300.0, 1000.0, 3000.0, 10000.0)
+    tol: float = 1e-9
+    eps_stages: tuple = (1e-4, 1e-5)
+    max_iter: int = 30
+
+    def __post_init__(self):
+        from ..model.checks import check_int, check_number
+        check_int("rsb-log2n", self.log2n, 4, 16)
+        check_int("rsb-rules", self.rules, 1, 64)
+        check_int("rsb-coarse", self.coarse, 2, 64)
+        check_int("rsb-fine", self.fine, 2, 96)
+        check_number("rsb-x-ref", self.x_ref, 0.0, None, lo_open=True)
+        check_number("tol", self.tol, 0.0, 1e-3, lo_open=True)
+        xs = tuple(float(v) for v in self.xs)
+        if not xs or any(not (b > a) for a, b in zip((self.x_ref, *xs), xs)):
+            from ..model.checks import ParameterError
+            raise ParameterError("rsb-xs", f"must be increasing and above x_ref = "
+                                           f"{self.x_ref:g}; got {list(xs)}")
+        object.__setattr__(self, "xs", xs)
+        object.__setattr__(self, "eps_stages", tuple(float(e) for e in self.eps_stages))
+
+    def as_dict(self) -> dict:
+        return {"log2n": self.log2n, "rules": self.rules, "coarse": self.coarse,
+                "fine": self.fine, "x_ref": self.x_ref, "xs": list(self.xs), "tol": self.tol,
+                "eps_stages": list(self.eps_stages), "max_iter": self.max_iter}
+
+
+def _collapsed(row) -> bool:
+    return row["q1"] - row["q0"] <= COLLAPSED * row["q1"]
+
+
+def _usable(row) -> bool:
+    return row["converged"] and not _collapsed(row)
+
+
+def envelope_shift(profile: list, x_star: float | None = None) -> float:
+    r""":math:`\varepsilon_t(x) - \varepsilon_t(x_{\rm ref})` from the x equation: the trapezoid
+    rule over ``profile`` (rows with ``x``, ``eps_t``, ``sigma_over_e``, ascending, the first at
+    :math:`x_{\rm ref}`) of :math:`d\varepsilon_t/dx = \varepsilon_t(\Sigma/e)/x^2`, and, with
+    ``x_star``, half a trapezoid from the last row to :math:`x^*` (where :math:`\Sigma = 0`)."""
+    d = [(r["x"], r["eps_t"] * r["sigma_over_e"] / r["x"] ** 2) for r in profile]
+    out = sum(0.5 * (a[1] + b[1]) * (b[0] - a[0]) for a, b in zip(d, d[1:]))
+    if x_star is not None:
+        out += 0.5 * d[-1][1] * (x_star - d[-1][0])
+    return out
+
+
+@dataclass
+class RuleRSB:
+    """One rule's result: ``status`` (one of :data:`STATUSES`) and ``why``; ``rs``: the RS
+    fixed point on the rule; ``ref``: the point at x_ref; ``point``: the stationary (or, if
+    ``interpolated``, the interpolated) point; ``x_star``; the paired shifts from ``ref``
+    (``d_eps_t`` direct and ``d_eps_t_envelope``, ``d_eps_g``, ``d_q0`` = q_0 - q_1(ref),
+    ``d_q1``, ``d_m``, ``d_theta``, ``d_V``); ``rows``: every solve."""
+
+    seed: int
+    status: str
+    why: str = ""
+    rs: dict = field(default_factory=dict)
+    ref: dict | None = None
+    point: dict | None = None
+    x_star: float | None = None
+    shifts: dict = field(default_factory=dict)
+    rows: list = field(default_factory=list, repr=False)
+
+    def as_dict(self) -> dict:
+        return {"seed": self.seed, "status": self.status, "why": self.why, "rs": self.rs,
+                "ref": self.ref, "point": self.point, "x_star": self.x_star,
+                "shifts": self.shifts, "rows": self.rows}
+
+
+#: the shifts reported, as keys of RuleRSB.shifts
+SHIFTS = ("d_eps_t", "d_eps_t_envelope", "d_eps_g", "d_q0", "d_q1", "d_m", "d_theta", "d_V")
+
+
+def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RSBSettings, *,
+                      rows=(), save=None, progress=None) -> RuleRSB:
+    """The 1RSB search on one rule (module doc).  ``rows``: this rule's solves from an earlier
+    run (replayed, not solved again); ``save(row)``: called after every new solve;
+    ``progress(text)``: one line per solve."""
+    from .branches import solve_branch
+    from .channel import OutputChannel
+    from .observables import generalisation_error
+    from .one_step_rsb import InnerRule, solve_ladder
+    from .quadrature import SobolRule
+
+    if branch not in ("positional", "semantic"):
+        from ..model.checks import ParameterError
+        raise ParameterError("branch", f"1RSB needs positional or semantic, got {branch!r}")
+    pin = "m" if branch == "semantic" else "theta"
+    s = settings
+    coarse, fine = InnerRule(s.coarse), InnerRule(s.fine)
+    ch = OutputChannel(params, SobolRule(s.log2n, seed).nodes())
+    fp = solve_branch(params, branch, alpha, ch)
+    rs = {"q": fp.q, "m": fp.m, "theta": fp.theta, "V": fp.V, "eps_t": fp.eps_t}
+    stored = {tuple(r["key"]): r for r in rows}
+    done = []
+
+    def solve(key, z, hold_x=True, eps_stages=s.eps_stages):
+        if tuple(key) in stored:
+            row = stored[tuple(key)]
+        else:
+            t0 = time.perf_counter()
+            pt = solve_ladder(ch, alpha, z, pin=pin, inner=coarse, fine=fine,
+                              eps_stages=eps_stages, hold_x=hold_x, tol=s.tol,
+                              max_iter=s.max_iter)
+            row = {"key": list(key), "seed": seed, **pt.as_dict(),
+                   "z": [float(v) for v in pt.z], "wall": time.perf_counter() - t0}
+            if save:
+                save(row)
+            if progress:
+                progress(f"rule {seed}, {key[0]} x = {row['x']:g}: {row['message']} "
+                         f"(residual {row['residual']:.1e}; q0/q1 = {row['q0'] / row['q1']:.5f},"
+                         f" Sigma/e = {row['sigma_over_e']:+.2e}, {row['wall']:.0f} s)")
+        done.append(row)
+        return row
+
+    def result(status, why, **kw):
+        return RuleRSB(seed, status, why, rs=rs, rows=done, **kw)
+
+    ref = None
+    for ratio in START_RATIOS:
+        ref = solve(("ref", s.x_ref, ratio),
+                    [ratio * fp.q, fp.q, fp.m, fp.theta, fp.V, s.x_ref])
+        if not _collapsed(ref):
+            break
+    if _collapsed(ref):
+        return result("reduces to RS", f"Newton went to q_0 = q_1 from q_0/q_RS = "
+                                       f"{' and '.join(map(str, START_RATIOS))}", ref=ref)
+    if not ref["converged"]:
+        return result("failed", f"the reference point at x = {s.x_ref:g} did not converge: "
+                                f"{ref['message']}")
+    profile = [ref]
+    for x in s.xs:
+        z = list(profile[-1]["z"])
+        z[5] = x
+        row = solve(("profile", x), z)
+        if not _usable(row):
+            last = profile[-1]["x"]
+            what = "went to q_0 = q_1" if row["converged"] else f"failed: {row['message']}"
+            return result("no sign change", f"Sigma/e > 0 up to x = {last:g}; at x = {x:g} the "
+                                            f"solve {what}", ref=ref, point=profile[-1],
+                          shifts=_shifts(params, ref, profile[-1], envelope_shift(profile),
+                                         generalisation_error))
+        profile.append(row)
+        if profile[-2]["sigma_over_e"] > 0 >= row["sigma_over_e"]:
+            break
+    else:
+        return result("no sign change", f"Sigma/e > 0 up to x = {s.xs[-1]:g}", ref=ref,
+                      point=profile[-1], shifts=_shifts(params, ref, profile[-1],
+                                                        envelope_shift(profile),
+                                                        generalisation_error))
+    a, b = profile[-2], profile[-1]
+    t = a["sigma_over_e"] / (a["sigma_over_e"] - b["sigma_over_e"])
+    z0 = [u + t * (v - u) for u, v in zip(a["z"], b["z"])]
+    st = solve(("stationary",), z0, hold_x=False, eps_stages=(s.eps_stages[-1],))
+    if _usable(st) and a["x"] / 2 <= st["x"] <= 2 * b["x"]:
+        return result("stationary", "", ref=ref, point=st, x_star=st["x"],
+                      shifts=_shifts(params, ref, st, envelope_shift(profile[:-1], st["x"]),
+                                     generalisation_error))
+    why = (f"the six-equation Newton from x = {z0[5]:g}: "
+           + (st["message"] if not st["converged"] else
+              "went to q_0 = q_1" if _collapsed(st) else f"left the bracket (x = {st['x']:g})")
+           + "; values interpolated between the profile's points")
+    interp = {k: a[k] + t * (b[k] - a[k]) for k in ("q0", "q1", "m", "theta", "V", "x", "eps_t")}
+    interp.update(converged=False, message=why, sigma_over_e=0.0)
+    return result("interpolated", why, ref=ref, point=interp, x_star=interp["x"],
+                  shifts=_shifts(params, ref, interp, envelope_shift(profile[:-1], interp["x"]),
+                                 generalisation_error))
+
+
+def _shifts(params, ref, pt, d_env, generalisation_error) -> dict:
+    def eg(r):
+        return generalisation_error(params, r["q1"], r["m"], r["theta"], coarse=0)[0]
+    return {"d_eps_t": pt["eps_t"] - ref["eps_t"], "d_eps_t_envelope": d_env,
+            "d_eps_g": eg(pt) - eg(ref), "d_q0": pt["q0"] - ref["q1"],
+            "d_q1": pt["q1"] - ref["q1"], "d_m": pt["m"] - ref["m"],
+            "d_theta": pt["theta"] - ref["theta"], "d_V": pt["V"] - ref["V"]}
+
+
+@dataclass
+class OneStepRSBEstimate:
+    """The 1RSB point of ``branch`` at ``alpha`` over ``settings.rules`` rules.
+
+    ``status``: ``converged`` (at least two rules solved all six equations; the means are over
+    them), ``interpolated`` (at least two rules found the sign change of Sigma/e but not all
+    solved the six equations), ``reduces to RS`` (Newton went to q_0 = q_1 on every rule: no
+    1RSB point distinct from RS was found, the shifts are 0), or ``not resolved``; ``note``
+    says why.  ``shifts``: mean and standard error over the rules used of each paired shift
+    (:data:`SHIFTS`) and of ``x_star`` and ``q0_over_q1``; ``rs``: an accurate RS fixed point
+    (:func:`~symattn.numerics.estimates.fixed_point_estimate`), to which the shifts are added
+    in :meth:`values`."""
+
+    branch: str
+    alpha: float
+    settings: RSBSettings
+    per_rule: list
+    status: str
+    note: str
+    shifts: dict
+    rs: dict | None = None
+    wall_time: float = 0.0
+
+    @property
+    def converged(self) -> bool:
+        return self.status in ("converged", "reduces to RS")
+
+    def values(self) -> dict:
+        """The 1RSB prediction: the accurate RS values plus the mean shifts, ``(value, error)``
+        (the error: the shift's standard error over rules and the RS error, in quadrature);
+        both training-loss routes."""
+        if self.rs is None or not self.shifts:
+            return {}
+        out = {}
+        for name, key, rs_key in (("eps_t", "d_eps_t", "eps_t"),
+                                  ("eps_t_envelope", "d_eps_t_envelope", "eps_t"),
+                                  ("eps_g", "d_eps_g", "eps_g"), ("q0", "d_q0", "q"),
+                                  ("q1", "d_q1", "q"), ("m", "d_m", "m"),
+                                  ("theta", "d_theta", "theta"), ("V", "d_V", "V")):
+            d, e = self.shifts[key]
+            out[name] = (self.rs[rs_key] + d, math.hypot(e, self.rs.get(rs_key + "_err", 0.0)))
+        return out
+
+    def to_dict(self) -> dict:
+        return {"branch": self.branch, "alpha": self.alpha, "rsb": 1, "status": self.status,
+                "converged": self.converged, "note": self.note,
+                "settings": self.settings.as_dict(),
+                "shifts": {k: list(v) for k, v in self.shifts.items()},
+                "values": {k: list(v) for k, v in self.values().items()},
+                "rs": self.rs, "wall_time": self.wall_time,
+                "per_rule": [r.as_dict() for r in self.per_rule]}
+
+
+def one_step_rsb_estimate(params, branch: str, alpha: float,
+                          settings: RSBSettings = RSBSettings(), *, rs=None, rows=(), save=None,
+                          progress=None) -> OneStepRSBEstimate:
+    """:func:`rule_one_step_rsb` on rules ``0 .. settings.rules - 1`` (one after the other:
+    each is a chain of warm-started solves), and the mean shifts (class doc).  ``rs``: the
+    accurate RS fixed point's dict (``value`` and ``value_err`` keys), if known; ``rows``:
+    earlier solves (each with its ``seed``) to replay."""
+    from ..stats import mean_se
+    t0 = time.perf_counter()
+    per = []
+    for seed in range(settings.rules):
+        mine = [r for r in rows if r["seed"] == seed]
+        per.append(rule_one_step_rsb(params, branch, alpha, seed, settings, rows=mine,
+                                     save=save, progress=progress))
+    counts = {st: sum(r.status == st for r in per) for st in STATUSES}
+    solved = [r for r in per if r.status == "stationary"]
+    found = [r for r in per if r.status in ("stationary", "interpolated")]
+    tally = ", ".join(f"{n} {st}" for st, n in counts.items() if n)
+    if len(solved) >= 2:
+        status, used = "converged", solved
+    elif len(found) >= 2:
+        status, used = "interpolated", found
+    elif counts["reduces to RS"] == len(per):
+        status, used = "reduces to RS", []
+    else:
+        status, used = "not resolved", []
+    note = f"rules: {tally}" + ("; means over the rules with a stationary x" if used else "")
+    shifts = {}
+    if used:
+        shifts = {k: mean_se([r.shifts[k] for r in used]) for k in SHIFTS}
+        shifts["x_star"] = mean_se([r.x_star for r in used])
+        shifts["q0_over_q1"] = mean_se([r.point["q0"] / r.point["q1"] for r in used])
+    elif status == "reduces to RS":
+        shifts = {k: (0.0, 0.0) for k in SHIFTS}
+    return OneStepRSBEstimate(branch, float(alpha), settings, per, status, note, shifts,
+                              rs=rs, wall_time=time.perf_counter() - t0)

@@ -1,0 +1,222 @@
+"""The 1RSB search's logic (symattn.numerics.one_step_rsb_search, the ``--rsb 1`` commands):
+statuses, the stationary x, the two training-loss routes, saving and resuming.
+
+The solver itself is tested in test_one_step_rsb.py; here ``solve_ladder`` is replaced by a
+closed-form stand-in whose x equation, losses and overlaps are known, so that every number the
+search reports has an independent value (and the tests take seconds, not hours)."""
+
+import json
+import math
+
+import pytest
+from conftest import assert_one_line_error
+
+from symattn.cli import main
+from symattn.model import ModelParams
+from symattn.numerics import one_step_rsb
+from symattn.numerics.one_step_rsb import OneStepRSBPoint
+from symattn.numerics.one_step_rsb_search import (RSBSettings, envelope_shift,
+                                                  one_step_rsb_estimate)
+
+#: the stand-in: Sigma/e = S0 (1 - x / X0) changes sign at X0; eps_t = E0 + C x; q0 = (1 - GAP) q1
+S0, X0, E0, C, GAP = 0.02, 400.0, 2e-3, 1e-9, 0.05
+SETTINGS = RSBSettings(log2n=8, rules=2, coarse=4, fine=6, xs=(30.0, 100.0, 300.0, 1000.0))
+
+
+class Fake:
+    """``solve_ladder``'s stand-in; ``collapse``: Newton goes to q0 = q1 from starts with
+    q0/q1 above it; ``sign``: False keeps Sigma/e > 0; ``newton``: the six-equation solve
+    converges."""
+
+    def __init__(self, collapse=None, sign=True, newton=True):
+        self.collapse, self.sign, self.newton, self.calls = collapse, sign, newton, []
+
+    def __call__(self, channel, alpha, z0, *, pin, hold_x, **kw):
+        z = [float(v) for v in z0]
+        self.calls.append((hold_x, z[5]))
+        if not hold_x:
+            if not self.newton:
+                return self._point(alpha, z, False, "no step lowers the residual 0.1")
+            z[5] = X0
+        if self.collapse is not None and z[0] / z[1] > self.collapse:
+            z[0] = z[1]
+        elif hold_x:
+            z[1] *= 1 + 1e-4          # q1 grows along the profile (so eps_g moves)
+            z[0] = (1 - GAP) * z[1]
+        return self._point(alpha, z, True, "converged")
+
+    def _point(self, alpha, z, ok, msg):
+        x = z[5]
+        s = S0 * (1 - x / X0) if self.sign else S0
+        return OneStepRSBPoint(alpha, list(z), [0.0] * 5, E0 + C * x, 1e-10 if ok else 0.1, ok,
+                               3, msg, eps=1e-5, sigma_over_e=0.0 if not ok else s)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    def make(**kw):
+        f = Fake(**kw)
+        monkeypatch.setattr(one_step_rsb, "solve_ladder", f)
+        return f
+    return make
+
+
+def test_stationary_x_and_shifts(fake):
+    f = fake()
+    rows = []
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS, save=rows.append)
+    assert est.status == "converged" and est.converged
+    assert [r.status for r in est.per_rule] == ["stationary"] * 2
+    # the profile stops at the first x past the sign change (1000), then Newton with x free
+    # starts from the linear interpolation between 300 and 1000: X0 exactly (Sigma/e is linear)
+    assert [c for c in f.calls if c[0]][-1] == (True, 1000.0)
+    assert [c for c in f.calls if not c[0]] == [(False, pytest.approx(X0))] * 2
+    assert est.shifts["x_star"][0] == pytest.approx(X0)
+    # direct route: eps_t(X0) - eps_t(x_ref) = C (X0 - x_ref)
+    assert est.shifts["d_eps_t"][0] == pytest.approx(C * (X0 - SETTINGS.x_ref), rel=1e-9)
+    assert est.shifts["q0_over_q1"][0] == pytest.approx(1 - GAP)
+    assert len(rows) == 2 * 6 and {r["seed"] for r in rows} == {0, 1}
+
+
+def test_envelope_shift_is_the_trapezoid_of_the_x_equation():
+    # d eps/dx = eps (Sigma/e) / x^2; with eps (Sigma/e) = k x^2 the integrand is the constant
+    # k, and the trapezoid rule is exact: k (x* - x_ref)
+    k = 3e-9
+    rows = [{"x": x, "eps_t": 2.0, "sigma_over_e": k * x * x / 2.0} for x in (10, 30, 100)]
+    assert envelope_shift(rows) == pytest.approx(k * 90)
+    # and the half trapezoid to x* = 150 (Sigma = 0 there)
+    assert envelope_shift(rows, 150.0) == pytest.approx(k * 90 + 0.5 * k * 50)
+
+
+def test_collapse_onto_rs_is_retried_then_reported(fake):
+    f = fake(collapse=0.96)           # the first start (0.985) collapses, the retry (0.93) not
+    est = one_step_rsb_estimate(ModelParams(), "semantic", 2.0, SETTINGS)
+    assert est.status == "converged"
+    assert [round(z, 3) for h, z in f.calls[:2]] == [SETTINGS.x_ref] * 2
+    f = fake(collapse=0.5)            # both starts collapse
+    est = one_step_rsb_estimate(ModelParams(), "semantic", 2.0, SETTINGS)
+    assert est.status == "reduces to RS" and est.converged
+    assert all(r.status == "reduces to RS" for r in est.per_rule)
+    assert est.shifts["d_eps_t"] == (0.0, 0.0)
+
+
+def test_no_sign_change_is_not_a_result(fake):
+    fake(sign=False)
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS, rs={})
+    assert est.status == "not resolved" and not est.converged
+    assert all(r.status == "no sign change" and "up to x = 1000" in r.why for r in est.per_rule)
+    assert est.shifts == {} and est.values() == {}
+
+
+def test_failed_newton_is_interpolated_and_says_so(fake):
+    fake(newton=False)
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS)
+    assert est.status == "interpolated" and not est.converged
+    assert all("no step lowers" in r.why for r in est.per_rule)
+    assert est.shifts["x_star"][0] == pytest.approx(X0)     # the linear interpolation
+
+
+def test_resume_replays_without_solving(fake):
+    fake()
+    rows = []
+    first = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS, save=rows.append)
+    f = fake()
+    again = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS,
+                                  rows=json.loads(json.dumps(rows)), save=rows.append)
+    assert f.calls == [] and len(rows) == 12
+    assert again.shifts == first.shifts and again.status == first.status
+
+
+@pytest.mark.parametrize("argv, name", [
+    (["fixed-point", "--branch", "positional", "--alpha", "1", "--rsb-xs", "100"], "rsb"),
+    (["fixed-point", "--branch", "trivial", "--alpha", "1", "--rsb", "1"], "branch"),
+    (["fixed-point", "--branch", "positional", "--alpha", "1", "--rsb", "1",
+      "--rsb-xs", "300,100"], "rsb-xs"),
+    (["fixed-point", "--branch", "positional", "--alpha", "1", "--rsb", "2"], "rsb"),
+    (["thresholds", "--rsb", "1", "--precision", "high"], "rsb"),
+    (["thresholds", "--rsb", "1", "--L", "3", "--A", "1,0,0,0,1,0,0,0,1"], "rsb"),
+])
+def test_bad_rsb_input_one_line_exit_2(argv, name, capsys, tmp_path):
+    assert main(argv + ["--out", str(tmp_path / "r.json")]) == 2
+    assert_one_line_error(capsys, name)
+
+
+def test_cli_fixed_point_saves_and_resumes(fake, tmp_path, capsys):
+    fake()
+    out = tmp_path / "rsb.json"
+    argv = ["fixed-point", "--branch", "positional", "--alpha", "1", "--rsb", "1",
+            "--rsb-log2n", "8", "--rsb-rules", "2", "--rsb-coarse", "4", "--rsb-fine", "6",
+            "--rsb-xs", "30,100,300,1000", "--log2n", "8", "--rules", "2", "--json",
+            "--out", str(out)]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["status"] == "converged" and data["rsb"] == 1
+    assert data["shifts"]["x_star"][0] == pytest.approx(X0)
+    # the 1RSB values: the accurate RS value plus the paired shift
+    assert data["values"]["eps_t"][0] == pytest.approx(data["rs"]["eps_t"]
+                                                       + C * (X0 - SETTINGS.x_ref))
+    saved = json.loads(out.read_text())
+    assert len(saved["rows"]) == 12 and saved["result"]["status"] == "converged"
+    f = fake()
+    assert main(argv) == 0
+    assert f.calls == [] and "resuming: 12 solves done" in capsys.readouterr().err
+    resumed = json.loads(out.read_text())
+    assert resumed["rows"] == saved["rows"]
+    assert resumed["result"]["shifts"] == saved["result"]["shifts"]
+    # the same file with other parameters is refused, not overwritten
+    assert main([a if a != "1" else "1.1" for a in argv[:5]] + argv[5:]) == 2
+    assert_one_line_error(capsys, "out")
+    assert json.loads(out.read_text()) == resumed
+
+
+def test_cli_not_converged_exit_3(fake, tmp_path, capsys):
+    fake(sign=False)
+    code = main(["fixed-point", "--branch", "positional", "--alpha", "1", "--rsb", "1",
+                 "--rsb-log2n", "8", "--rsb-rules", "2", "--rsb-xs", "30,100", "--log2n", "8",
+                 "--rules", "2", "--out", str(tmp_path / "r.json")])
+    text = capsys.readouterr().out
+    assert code == 3
+    assert "not resolved" in text and "no sign change" in text
+
+
+def test_cli_thresholds_first_order_shift(fake, tmp_path, capsys, monkeypatch):
+    from symattn.numerics import one_step_rsb_thresholds as th
+    from symattn.numerics.settings import NumericalSettings
+    monkeypatch.setattr(th, "SLOPE_SETTINGS", NumericalSettings(log2n=10, rules=2))
+    fake()
+    code = main(["thresholds", "--rsb", "1", "--rsb-log2n", "8", "--rsb-rules", "2",
+                 "--rsb-xs", "30,100,300,1000", "--log2n", "10", "--rules", "2", "--json",
+                 "--out", str(tmp_path / "t.json")])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["status"] == "converged"
+    # the stand-in gives both branches the same shift: alpha_c does not move
+    rs = data["rs"]
+    for route in ("direct", "envelope"):
+        assert data["alpha_c"][route][0] == pytest.approx(rs["alpha_c"], abs=1e-12)
+    # alpha_l moves by -d eps_g / (d eps_g / d alpha), d eps_g from the stand-in's overlaps
+    d_eg = data["estimates"]["semantic_l"]["shifts"]["d_eps_g"][0]
+    g = data["slopes"]["eps_g_sem"][0]
+    assert g < 0 and math.isfinite(d_eg)
+    assert data["alpha_l"][0] == pytest.approx(rs["alpha_l"] - d_eg / g)
+
+
+@pytest.mark.slow
+def test_where_rs_is_stable_the_search_finds_no_1rsb_point():
+    # semantic branch at alpha = 2: the RS-stability report (the replicon, a separate
+    # computation) says stable and no node is near a tie; then no 1RSB point with q0 < q1 lies
+    # near RS, and the real solver (not a stand-in) must end at q0 = q1 from both starts.
+    # 2^8 outer points with 6^2 / 12^2 inner ones: about a minute.
+    from symattn.numerics.branches import solve_branch
+    from symattn.numerics.channel import OutputChannel
+    from symattn.numerics.quadrature import SobolRule
+    from symattn.numerics.stability import rs_stability
+    p = ModelParams()
+    ch = OutputChannel(p, SobolRule(8, 0).nodes())
+    fp = solve_branch(p, "semantic", 2.0, ch)
+    report = rs_stability(ch, (fp.q, fp.m, fp.theta, fp.V), 2.0)
+    assert report.verdict == "stable" and report.near_tie == 0
+    est = one_step_rsb_estimate(p, "semantic", 2.0,
+                                RSBSettings(log2n=8, rules=2, coarse=6, fine=12))
+    assert est.status == "reduces to RS"
+    for r in est.per_rule:
+        assert all(abs(row["q1"] - row["q0"]) <= 1e-5 * row["q1"] for row in r.rows)
