@@ -28,8 +28,12 @@ class Fake:
     q0/q1 above it; ``sign``: False keeps Sigma/e > 0; ``newton``: the six-equation solve
     converges."""
 
-    def __init__(self, collapse=None, sign=True, newton=True):
+    def __init__(self, collapse=None, sign=True, newton=True, stall=None):
         self.collapse, self.sign, self.newton, self.calls = collapse, sign, newton, []
+        self.stall = stall
+
+    def _stalls(self, z):
+        return self.stall is not None and z[0] / z[1] > self.stall
 
     def __call__(self, channel, alpha, z0, *, pin, hold_x, **kw):
         z = [float(v) for v in z0]
@@ -38,6 +42,8 @@ class Fake:
             if not self.newton:
                 return self._point(alpha, z, False, "no step lowers the residual 0.1")
             z[5] = X0
+        if self._stalls(z):
+            return self._point(alpha, z, False, "no step lowers the residual 0.03")
         if self.collapse is not None and z[0] / z[1] > self.collapse:
             z[0] = z[1]
         elif hold_x:
@@ -100,6 +106,17 @@ def test_collapse_onto_rs_is_retried_then_reported(fake):
     assert est.shifts["d_eps_t"] == (0.0, 0.0)
 
 
+def test_a_stalled_start_is_retried_and_a_mixed_failure_is_not_rs(fake):
+    fake(stall=0.96)                  # the first start stalls, the second converges
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS)
+    assert est.status == "converged"
+    fake(stall=0.96, collapse=0.5)    # stalls, then goes to q0 = q1: not evidence for RS
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS)
+    assert est.status == "not resolved"
+    assert all(r.status == "failed" and "no step lowers" in r.why
+               and "went to q_0 = q_1" in r.why for r in est.per_rule)
+
+
 def test_no_sign_change_is_not_a_result(fake):
     fake(sign=False)
     est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS, rs={})
@@ -133,7 +150,7 @@ def test_resume_replays_without_solving(fake):
     (["fixed-point", "--branch", "positional", "--alpha", "1", "--rsb", "1",
       "--rsb-xs", "300,100"], "rsb-xs"),
     (["fixed-point", "--branch", "positional", "--alpha", "1", "--rsb", "2"], "rsb"),
-    (["thresholds", "--rsb", "1", "--precision", "high"], "rsb"),
+    (["thresholds", "--rsb-rules", "1"], "rsb"),
     (["thresholds", "--rsb", "1", "--L", "3", "--A", "1,0,0,0,1,0,0,0,1"], "rsb"),
 ])
 def test_bad_rsb_input_one_line_exit_2(argv, name, capsys, tmp_path):
@@ -184,7 +201,8 @@ def test_cli_thresholds_first_order_shift(fake, tmp_path, capsys, monkeypatch):
     from symattn.numerics.settings import NumericalSettings
     monkeypatch.setattr(th, "SLOPE_SETTINGS", NumericalSettings(log2n=10, rules=2))
     fake()
-    code = main(["thresholds", "--rsb", "1", "--rsb-log2n", "8", "--rsb-rules", "2",
+    code = main(["thresholds", "--rsb", "1", "--precision", "fast", "--rsb-log2n", "8",
+                 "--rsb-rules", "2",
                  "--rsb-xs", "30,100,300,1000", "--log2n", "10", "--rules", "2", "--json",
                  "--out", str(tmp_path / "t.json")])
     data = json.loads(capsys.readouterr().out)

@@ -179,25 +179,39 @@ def run(args, main_job=False) -> int:
 
 
 def _run_rsb(args, params) -> int:
-    """``--rsb 1``: the RS thresholds by the fast route (their error, 1e-6, is a thousandth of
-    the 1RSB shifts'), then the 1RSB corrections (:mod:`symattn.cli.one_step_rsb`)."""
-    if args.precision == "high":
-        raise ParameterError("rsb", "--rsb 1 takes the RS thresholds from the fast route; "
-                                    "--precision high refines the RS values alone")
+    """``--rsb 1``: the RS thresholds by the route ``--precision`` names (standard by default:
+    the fast route's scatter, 5e-4 in alpha_c, is the size of the 1RSB shift), then the 1RSB
+    corrections (:mod:`symattn.cli.one_step_rsb`)."""
     from ..numerics.branches import BranchNotFound
     from ..numerics.thresholds import ThresholdNotFound, compute_thresholds
+    from ..refine.precise import STANDARD, HighPrecisionSettings, refine_thresholds
     from .one_step_rsb import run_thresholds
-    settings, _ = _settings(args, True)
-    print(f"symattn: RS thresholds on {settings.rules} scrambled Sobol rules of "
-          f"2^{settings.log2n} points", file=sys.stderr, flush=True)
+    fast = args.precision == "fast"
+    settings, first_only = _settings(args, fast)
+    print(f"symattn: RS thresholds ({args.precision} precision)", file=sys.stderr, flush=True)
     try:
-        th = compute_thresholds(params, settings, progress=_progress)
+        th = compute_thresholds(params, settings, progress=_progress, first_only=first_only)
+        if th.alpha_c_note and not fast:
+            fast, settings = True, replace(settings, log2n=14, rules=8)
+            th = compute_thresholds(params, settings, progress=_progress)
+        if fast:
+            rs = {"alpha_c": None if th.alpha_c_note else th.alpha_c,
+                  "alpha_c_err": None if th.alpha_c_note else th.alpha_c_err,
+                  "alpha_l": th.alpha_l, "alpha_l_err": th.alpha_l_err}
+        else:
+            defaults = STANDARD if args.precision == "standard" else HighPrecisionSettings()
+            hp = replace(defaults, log2n=args.high_log2n or defaults.log2n,
+                         rules=args.high_rules or defaults.rules, confirm_orders=())
+            res = refine_thresholds(params, th, hp, progress=_high_progress(),
+                                    note=lambda text: print(f"  {text}", file=sys.stderr,
+                                                            flush=True))
+            rs = {"alpha_c": res.alpha_c, "alpha_c_err": res.alpha_c_err,
+                  "alpha_l": res.alpha_l, "alpha_l_err": res.alpha_l_err}
     except (ThresholdNotFound, BranchNotFound) as exc:
         print(f"symattn: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND
-    rs = {"alpha_c": None if th.alpha_c_note else th.alpha_c,
-          "alpha_c_err": None if th.alpha_c_note else th.alpha_c_err,
-          "alpha_l": th.alpha_l, "alpha_l_err": th.alpha_l_err}
+    print(f"  RS: alpha_c = {rs['alpha_c']}, alpha_l = {rs['alpha_l']}", file=sys.stderr,
+          flush=True)
     return run_thresholds(args, params, rs)
 
 

@@ -7,8 +7,8 @@ On each scrambled Sobol rule of ``2^log2n`` outer points, after the RS fixed poi
    :math:`x_{\rm ref}` (default 10: the tilt :math:`e^{-x\mathcal M}` varies by about 1e-3 over
    an inner Gaussian there, so the point is RS's up to that, but on the same outer x inner rule),
    from :math:`q_0 = 0.985\,q_{\rm RS}`, :math:`q_1 = q_{\rm RS}`.  :math:`q_0 = q_1` solves the
-   1RSB equations at every x and Newton sometimes goes there; then once more from
-   :math:`q_0 = 0.93\,q_{\rm RS}`, and if it goes there again the rule *reduces to RS*.
+   1RSB equations at every x and Newton sometimes goes there, or stalls; then once more from
+   :math:`q_0 = 0.93\,q_{\rm RS}`.  If both go to :math:`q_0 = q_1` the rule *reduces to RS*.
 2. **Profile.** The same at each x of ``xs`` in turn, warm-started, until
    :math:`\Sigma/e = -x^2\partial_x\Phi/|\Phi|` (the complexity relative to the energy) changes
    sign from + to -.
@@ -181,18 +181,22 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
     def result(status, why, **kw):
         return RuleRSB(seed, status, why, rs=rs, rows=done, **kw)
 
-    ref = None
+    tries = []
     for ratio in START_RATIOS:
         ref = solve(("ref", s.x_ref, ratio),
                     [ratio * fp.q, fp.q, fp.m, fp.theta, fp.V, s.x_ref])
-        if not _collapsed(ref):
+        tries.append(ref)
+        if _usable(ref):
             break
-    if _collapsed(ref):
-        return result("reduces to RS", f"Newton went to q_0 = q_1 from q_0/q_RS = "
-                                       f"{' and '.join(map(str, START_RATIOS))}", ref=ref)
-    if not ref["converged"]:
-        return result("failed", f"the reference point at x = {s.x_ref:g} did not converge: "
-                                f"{ref['message']}")
+    else:
+        starts = " and ".join(map(str, START_RATIOS))
+        if all(_collapsed(r) for r in tries):
+            return result("reduces to RS", f"Newton went to q_0 = q_1 from q_0/q_RS = {starts}",
+                          ref=tries[-1])
+        return result("failed", f"the reference point at x = {s.x_ref:g} from q_0/q_RS = "
+                                f"{starts}: " + "; ".join(
+                                    "went to q_0 = q_1" if _collapsed(r) else r["message"]
+                                    for r in tries))
     profile = [ref]
     for x in s.xs:
         z = list(profile[-1]["z"])
