@@ -40,6 +40,8 @@ on one core, more when the machine is shared)::
         --seeds 0,1,2 --xs 30,100,200,300,500 --retry    # seed 2 again with --q0-ratio 0.93
     python studies/one_step_rsb_energy.py --branch semantic --alpha 1.2515356 \
         --seeds 0,1 --xs 100,300,1000,2000 --retry --q0-ratio 0.99    # not resolved
+    python studies/one_step_rsb_energy.py --branch positional --alpha 1.5 --seeds 0,1,2 \
+        --xs 30,100,200,300,500,1000 --retry    # 2026-12-05 (58da3c0); rule 2 went to RS
 
 then ``python studies/one_step_rsb_energy.py --plot`` draws docs/figures/one_step_rsb_energy.png
 from every profile in the folder.
@@ -69,10 +71,10 @@ def _save(path, entry):
 def _envelope(rows, seed, x_ref, x):
     """eps_t(x) - eps_t(x_ref) along one rule's profile from the x equation (envelope theorem:
     d eps_t/dx = eps_t (Sigma/e) / x^2 at each fixed point), by the trapezoid rule over the
-    converged points of that rule between x_ref and x."""
-    pts = sorted((r["x"], r["eps_t"] * r["sigma_over_e"] / r["x"] ** 2) for r in rows
-                 if r["seed"] == seed and _usable(r) and x_ref <= r["x"] <= x)
-    return sum(0.5 * (a[1] + b[1]) * (b[0] - a[0]) for a, b in zip(pts, pts[1:]))
+    converged points of that rule between x_ref and x (``envelope_shift``)."""
+    from symattn.numerics.one_step_rsb_search import envelope_shift
+    return envelope_shift(sorted((r for r in rows if r["seed"] == seed and _usable(r)
+                                  and x_ref <= r["x"] <= x), key=lambda r: r["x"]))
 
 
 #: a solve whose q_1 - q_0 fell below this share of q_1 has collapsed onto RS (q_0 = q_1 is a

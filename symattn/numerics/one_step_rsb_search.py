@@ -205,15 +205,17 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
         if not _usable(row):
             last = profile[-1]["x"]
             what = "went to q_0 = q_1" if row["converged"] else f"failed: {row['message']}"
-            return result("no sign change", f"Sigma/e > 0 up to x = {last:g}; at x = {x:g} the "
-                                            f"solve {what}", ref=ref, point=profile[-1],
+            return result("no sign change", f"no change of sign of Sigma/e from + to - up to "
+                                            f"x = {last:g}; at x = {x:g} the solve {what}",
+                          ref=ref, point=profile[-1],
                           shifts=_shifts(params, ref, profile[-1], envelope_shift(profile),
                                          generalisation_error))
         profile.append(row)
         if profile[-2]["sigma_over_e"] > 0 >= row["sigma_over_e"]:
             break
     else:
-        return result("no sign change", f"Sigma/e > 0 up to x = {s.xs[-1]:g}", ref=ref,
+        return result("no sign change", f"no change of sign of Sigma/e from + to - up to "
+                                        f"x = {s.xs[-1]:g}", ref=ref,
                       point=profile[-1], shifts=_shifts(params, ref, profile[-1],
                                                         envelope_shift(profile),
                                                         generalisation_error))
