@@ -125,14 +125,18 @@ def run_fixed_point(args, params, settings) -> int:
                 print(json.dumps({"branch": args.branch, "alpha": args.alpha, "rsb": 1,
                                   "converged": False, "error": str(exc)}))
             return EXIT_NOT_FOUND
-        data = est.to_dict()
-        run.finish(data)
+        _finish(args, run, est.to_dict(), lambda: print_estimate(est))
+    return 0 if est.converged else EXIT_NOT_FOUND
+
+
+def _finish(args, run, data, show) -> None:
+    """Write the result into the run file, then print it (JSON, or ``show()`` as text)."""
+    run.finish(data)
     if args.json:
         print(json.dumps(data, indent=2, default=float))
     else:
-        print_estimate(est)
-        print(f"\nresults written to {out}")
-    return 0 if est.converged else EXIT_NOT_FOUND
+        show()
+        print(f"\nresults written to {run.path}")
 
 
 #: rows of the printout: (label, key of values(), RS key, shift key)
@@ -172,8 +176,10 @@ def run_thresholds(args, params, rs: dict) -> int:
     rsb = rsb_settings(args, args.tol)
     out = check_output_file(args.out or default_out(
         f"thresholds-rsb1-omega{params.omega:g}.json"))
+    # the RS thresholds are recomputed on a resume by the same route (the precision, not the
+    # values, is part of what was asked)
     header = {"command": "thresholds", "params": params.as_dict(), "rsb": rsb.as_dict(),
-              "rs": {k: rs[k] for k in ("alpha_c", "alpha_l")}}
+              "precision": args.precision}
     with output_lock(out, folder=False):
         run = RunFile(out, header)
         print(f"symattn: 1RSB corrections to the thresholds: {rsb.rules} rules of "
@@ -182,13 +188,7 @@ def run_thresholds(args, params, rs: dict) -> int:
               file=sys.stderr, flush=True)
         th = one_step_rsb_thresholds(params, rs, rsb, SLOPE_SETTINGS, rows=run.rows,
                                      save=run.save, progress=_say)
-        data = th.to_dict()
-        run.finish(data)
-    if args.json:
-        print(json.dumps(data, indent=2, default=float))
-    else:
-        print_thresholds(th)
-        print(f"\nresults written to {out}")
+        _finish(args, run, th.to_dict(), lambda: print_thresholds(th))
     return 0 if th.status == "converged" else EXIT_NOT_FOUND
 
 
