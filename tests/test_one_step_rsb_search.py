@@ -28,9 +28,10 @@ class Fake:
     q0/q1 above it; ``sign``: False keeps Sigma/e > 0; ``newton``: the six-equation solve
     converges."""
 
-    def __init__(self, collapse=None, sign=True, newton=True, stall=None):
+    def __init__(self, collapse=None, sign=True, newton=True, stall=None, curved=False,
+                 reach=None):
         self.collapse, self.sign, self.newton, self.calls = collapse, sign, newton, []
-        self.stall = stall
+        self.stall, self.curved, self.reach = stall, curved, reach
 
     def _stalls(self, z):
         return self.stall is not None and z[0] / z[1] > self.stall
@@ -39,7 +40,9 @@ class Fake:
         z = [float(v) for v in z0]
         self.calls.append((hold_x, z[5]))
         if not hold_x:
-            if not self.newton:
+            # Newton converges (to X0) if it may, and if it starts within ``reach`` of X0
+            far = self.reach is not None and abs(z[5] - X0) > self.reach
+            if not self.newton or far:
                 return self._point(alpha, z, False, "no step lowers the residual 0.1")
             z[5] = X0
         if self._stalls(z):
@@ -53,7 +56,7 @@ class Fake:
 
     def _point(self, alpha, z, ok, msg):
         x = z[5]
-        s = S0 * (1 - x / X0) if self.sign else S0
+        s = S0 * (1 - (x / X0) ** (2 if self.curved else 1)) if self.sign else S0
         return OneStepRSBPoint(alpha, list(z), [0.0] * 5, E0 + C * x, 1e-10 if ok else 0.1, ok,
                                3, msg, eps=1e-5, sigma_over_e=0.0 if not ok else s)
 
@@ -126,11 +129,28 @@ def test_no_sign_change_is_not_a_result(fake):
 
 
 def test_failed_newton_is_interpolated_and_says_so(fake):
-    fake(newton=False)
+    f = fake(newton=False)
     est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS)
     assert est.status == "interpolated" and not est.converged
     assert all("no step lowers" in r.why for r in est.per_rule)
     assert est.shifts["x_star"][0] == pytest.approx(X0)     # the linear interpolation
+    # per rule: Newton, three bisections of [300, 1000] in log x, Newton again
+    assert [c[0] for c in f.calls[5:10]] == [False, True, True, True, False]
+    assert f.calls[6][1] == pytest.approx(math.sqrt(300 * 1000))
+
+
+def test_newton_from_a_narrowed_bracket(fake):
+    # Sigma/e = S0 (1 - (x/X0)^2): the interpolation of [300, 1000] starts Newton at 354, out
+    # of its reach (30); the bisections narrow the bracket to [348.7, 405.3], whose
+    # interpolation (399.6) is within it
+    f = fake(curved=True, reach=30.0)
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS)
+    assert est.status == "converged"
+    newton = [z for h, z in f.calls if not h]
+    assert newton[0] == pytest.approx(353.8, abs=0.1) and abs(newton[1] - X0) < 30
+    bisect = [z for h, z in f.calls[6:9]]
+    assert bisect == pytest.approx([547.7, 405.3, 348.7], abs=0.1)
+    assert est.shifts["x_star"][0] == pytest.approx(X0)
 
 
 def test_resume_replays_without_solving(fake):

@@ -13,7 +13,9 @@ On each scrambled Sobol rule of ``2^log2n`` outer points, after the RS fixed poi
    :math:`\Sigma/e = -x^2\partial_x\Phi/|\Phi|` (the complexity relative to the energy) changes
    sign from + to -.
 3. **Stationary x.** All six equations, x free, by Newton from the linear interpolation of the
-   two points around the sign change.
+   two points around the sign change; if Newton wanders off (Sigma/e is rough on a small rule),
+   the bracket is bisected ``BISECTIONS`` times in log x by fixed-x solves and Newton starts
+   again from closer.
 
 The shifts from the reference are paired on the rule (alone, 2^10 outer points put RS's
 :math:`\theta` 3 % off; the pairing cancels that to the size of the effect).  The training loss
@@ -219,23 +221,58 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
                       point=profile[-1], shifts=_shifts(params, ref, profile[-1],
                                                         envelope_shift(profile),
                                                         generalisation_error))
-    a, b = profile[-2], profile[-1]
-    t = a["sigma_over_e"] / (a["sigma_over_e"] - b["sigma_over_e"])
-    z0 = [u + t * (v - u) for u, v in zip(a["z"], b["z"])]
+    lo, hi = profile[-2], profile[-1]
+    below = profile[:-1]
+
+    def start(lo, hi):
+        t = lo["sigma_over_e"] / (lo["sigma_over_e"] - hi["sigma_over_e"])
+        return [u + t * (v - u) for u, v in zip(lo["z"], hi["z"])], t
+
+    def good(st, lo, hi):
+        return _usable(st) and lo["x"] / 2 <= st["x"] <= 2 * hi["x"]
+
+    z0, t = start(lo, hi)
     st = solve(("stationary",), z0, hold_x=False, eps_stages=(s.eps_stages[-1],))
-    if _usable(st) and a["x"] / 2 <= st["x"] <= 2 * b["x"]:
+    if not good(st, lo, hi):
+        # Newton wandered (Sigma/e is rough on a small rule): narrow the bracket by bisection
+        # in log x on fixed-x solves, then Newton again from closer
+        for i in range(BISECTIONS):
+            z, _ = start(lo, hi)
+            z[5] = math.sqrt(lo["x"] * hi["x"])
+            mid = solve(("bisect", i), z)
+            if not _usable(mid):
+                break
+            if mid["sigma_over_e"] > 0:
+                lo = mid
+                below = below + [mid]
+            else:
+                hi = mid
+        z0, t = start(lo, hi)
+        st = solve(("stationary", 2), z0, hold_x=False, eps_stages=(s.eps_stages[-1],))
+    if good(st, lo, hi):
         return result("stationary", "", ref=ref, point=st, x_star=st["x"],
-                      shifts=_shifts(params, ref, st, envelope_shift(profile[:-1], st["x"]),
+                      shifts=_shifts(params, ref, st, _below(below, st["x"]),
                                      generalisation_error))
     why = (f"the six-equation Newton from x = {z0[5]:g}: "
            + (st["message"] if not st["converged"] else
               "went to q_0 = q_1" if _collapsed(st) else f"left the bracket (x = {st['x']:g})")
-           + "; values interpolated between the profile's points")
-    interp = {k: a[k] + t * (b[k] - a[k]) for k in ("q0", "q1", "m", "theta", "V", "x", "eps_t")}
+           + f"; values interpolated between x = {lo['x']:g} and {hi['x']:g}")
+    interp = {k: lo[k] + t * (hi[k] - lo[k])
+              for k in ("q0", "q1", "m", "theta", "V", "x", "eps_t")}
     interp.update(converged=False, message=why, sigma_over_e=0.0)
     return result("interpolated", why, ref=ref, point=interp, x_star=interp["x"],
-                  shifts=_shifts(params, ref, interp, envelope_shift(profile[:-1], interp["x"]),
+                  shifts=_shifts(params, ref, interp, _below(below, interp["x"]),
                                  generalisation_error))
+
+
+#: fixed-x bisections of the bracket before Newton is tried a second time
+BISECTIONS = 3
+
+
+def _below(rows, x_star) -> float:
+    """The x equation integrated from x_ref to ``x_star`` over the solves below it."""
+    return envelope_shift(sorted((r for r in rows if r["x"] < x_star), key=lambda r: r["x"]),
+                          x_star)
 
 
 def _shifts(params, ref, pt, d_env, generalisation_error) -> dict:
