@@ -121,6 +121,9 @@ def one_step_rsb_thresholds(params, rs, rsb_settings, slope_settings, *, rows=()
                             + rs["alpha_c_err"] ** 2)
             alpha_c[route] = (ac + delta, err)
         assumed[:] = sorted(set(assumed))
+        if assumed:
+            notes.append("alpha_c's correction of the " + " and ".join(
+                a.split(" at ")[0] for a in assumed) + " branch taken as 0")
         if estimates["positional"].status == "interpolated" or \
                 estimates["semantic"].status == "interpolated":
             notes.append("a stationary x was interpolated, not solved, on some rules")
