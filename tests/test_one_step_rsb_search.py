@@ -171,6 +171,8 @@ def test_resume_replays_without_solving(fake):
       "--rsb-xs", "300,100"], "rsb-xs"),
     (["fixed-point", "--branch", "positional", "--alpha", "1", "--rsb", "2"], "rsb"),
     (["thresholds", "--rsb-rules", "1"], "rsb"),
+    (["thresholds", "--rsb-rules", "1", "--L", "3", "--A", "1,0,0,0,1,0,0,0,1"], "rsb"),
+    (["thresholds", "--rsb", "1", "--precision", "high", "--second-route-alpha-l"], "rsb"),
     (["thresholds", "--rsb", "1", "--L", "3", "--A", "1,0,0,0,1,0,0,0,1"], "rsb"),
 ])
 def test_bad_rsb_input_one_line_exit_2(argv, name, capsys, tmp_path):

@@ -100,16 +100,20 @@ def _settings(args, fast: bool):
 
 def run(args, main_job=False) -> int:
     params = params_from(args, general=not main_job)
-    if args.rsb and not params.is_paper_shape:
+    rsb = rsb_settings(args)                           # refuses --rsb-* without --rsb 1
+    if rsb is not None and not params.is_paper_shape:
         raise ParameterError("rsb", "the 1RSB equations are solved for the paper's shape only "
                                     "(two tokens, rank one)")
+    if rsb is not None and (args.second_orders is not None or args.second_alpha_l):
+        raise ParameterError("rsb", "--rsb 1 takes the RS thresholds without the second route "
+                                    "(--second-route-* refine the RS values alone)")
     if not params.is_paper_shape:
         return _run_general(args, params)
     if args.bracket is not None:
         raise ParameterError("bracket", "applies to the general model only (the paper's "
                                         "thresholds are located from alpha = 1 on)")
     _check_options(args)
-    if rsb_settings(args) is not None:
+    if rsb is not None:
         return _run_rsb(args, params)
     fast = args.precision == "fast"
     settings, first_only = _settings(args, fast)
@@ -208,6 +212,8 @@ def _run_rsb(args, params) -> int:
             rs = {"alpha_c": res.alpha_c, "alpha_c_err": res.alpha_c_err,
                   "alpha_l": res.alpha_l, "alpha_l_err": res.alpha_l_err}
     except (ThresholdNotFound, BranchNotFound) as exc:
+        if args.json:
+            print(json.dumps({"rsb": 1, "error": str(exc), "params": params.as_dict()}))
         print(f"symattn: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND
     print(f"  RS: alpha_c = {rs['alpha_c']}, alpha_l = {rs['alpha_l']}", file=sys.stderr,
