@@ -260,3 +260,34 @@ def test_where_rs_is_stable_the_search_finds_no_1rsb_point():
     assert est.status == "reduces to RS"
     for r in est.per_rule:
         assert all(abs(row["q1"] - row["q0"]) <= 1e-5 * row["q1"] for row in r.rows)
+
+
+def test_a_stalled_profile_step_is_halved_in_log_x(fake, monkeypatch):
+    # fixed-x solves stall at x = 1000 only: the profile tries sqrt(300 * 1000) = 547.7, past
+    # the sign change at X0 = 400, so the stationary x is still found
+    f = fake()
+    plain = f._stalls
+    monkeypatch.setattr(f, "_stalls", lambda z: plain(z) or z[5] == 1000.0)
+    rows = []
+    settings = RSBSettings(**{**SETTINGS.__dict__, "xs": (30.0, 100.0, 1000.0)})
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, settings, save=rows.append)
+    assert est.status == "converged"
+    # each solve has its own key (the second try at 1000 names its start), so a resumed run
+    # replays them in order without solving
+    keys = [tuple(r["key"]) for r in rows if r["seed"] == 0]
+    assert len(set(keys)) == len(keys) and ("profile", 1000.0, math.sqrt(1e5)) in keys
+    n = len(f.calls)
+    again = one_step_rsb_estimate(ModelParams(), "positional", 1.0, settings, rows=rows)
+    assert len(f.calls) == n and again.shifts == est.shifts
+    fixed = [x for hold, x in f.calls if hold]
+    # per rule: ref, 30, 100, 1000 (stalls), sqrt(100 * 1000) = 316 (Sigma/e > 0), 1000 again
+    # (stalls), sqrt(316 * 1000) = 562 (Sigma/e < 0)
+    assert fixed[:7] == pytest.approx([SETTINGS.x_ref, 30, 100, 1000, math.sqrt(1e5), 1000,
+                                       math.sqrt(math.sqrt(1e5) * 1000)])
+    # every x stalls past 100: two halvings, then "no sign change", naming the failed solve
+    monkeypatch.setattr(f, "_stalls", lambda z: z[5] > 100.0)
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS)
+    assert all(r.status == "no sign change" and "no step lowers" in r.why
+               for r in est.per_rule)
+    fixed = [x for hold, x in f.calls if hold]
+    assert fixed[-3:] == pytest.approx([300.0, math.sqrt(3e4), math.sqrt(100 * math.sqrt(3e4))])

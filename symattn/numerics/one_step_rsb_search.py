@@ -11,7 +11,9 @@ On each scrambled Sobol rule of ``2^log2n`` outer points, after the RS fixed poi
    :math:`q_0 = 0.93\,q_{\rm RS}`.  If both go to :math:`q_0 = q_1` the rule *reduces to RS*.
 2. **Profile.** The same at each x of ``xs`` in turn, warm-started, until
    :math:`\Sigma/e = -x^2\partial_x\Phi/|\Phi|` (the complexity relative to the energy) changes
-   sign from + to -.
+   sign from + to -.  A step that stalls or falls onto :math:`q_0 = q_1` is halved in log x
+   (up to ``PROFILE_HALVINGS`` times) from the last good point, and the profile goes on from
+   there.
 3. **Stationary x.** All six equations, x free, by Newton from the linear interpolation of the
    two points around the sign change; if Newton wanders off (Sigma/e is rough on a small rule),
    the bracket is bisected ``BISECTIONS`` times in log x by fixed-x solves and Newton starts
@@ -44,6 +46,10 @@ COLLAPSED = 1e-5
 
 #: q_0 / q_RS of the first start and of the one retry after a collapse
 START_RATIOS = (0.985, 0.93)
+
+#: how many times a profile step that stalled or fell onto q_0 = q_1 is halved (in log x)
+#: before the rule stops with "no sign change"
+PROFILE_HALVINGS = 2
 
 #: a rule's status: the six equations solved; the sign change found but the six-equation
 #: Newton did not converge (values interpolated); Newton went to q_0 = q_1 from both starts;
@@ -200,11 +206,22 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
                                     "went to q_0 = q_1" if _collapsed(r) else r["message"]
                                     for r in tries))
     profile = [ref]
-    for x in s.xs:
+    pending, halvings, tried = list(s.xs), 0, set()
+    while pending:
+        x = pending[0]
         z = list(profile[-1]["z"])
         z[5] = x
-        row = solve(("profile", x), z)
+        # a second try at x (after a halving) starts from another point: its own key, so that
+        # a resumed run replays each solve in order
+        row = solve(("profile", x) if x not in tried else ("profile", x, profile[-1]["x"]), z)
+        tried.add(x)
         if not _usable(row):
+            if halvings < PROFILE_HALVINGS:
+                # a long step in x stalled or fell onto q0 = q1: try halfway (in log x) from
+                # the last good point, then this x again from there
+                pending.insert(0, math.sqrt(profile[-1]["x"] * x))
+                halvings += 1
+                continue
             last = profile[-1]["x"]
             what = "went to q_0 = q_1" if row["converged"] else f"failed: {row['message']}"
             return result("no sign change", f"no change of sign of Sigma/e from + to - up to "
@@ -212,6 +229,8 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
                           ref=ref, point=profile[-1],
                           shifts=_shifts(params, ref, profile[-1], envelope_shift(profile),
                                          generalisation_error))
+        pending.pop(0)
+        halvings = 0
         profile.append(row)
         if profile[-2]["sigma_over_e"] > 0 >= row["sigma_over_e"]:
             break
