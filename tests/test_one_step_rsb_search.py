@@ -284,6 +284,18 @@ def test_a_stalled_profile_step_is_halved_in_log_x(fake, monkeypatch):
     # (stalls), sqrt(316 * 1000) = 562 (Sigma/e < 0)
     assert fixed[:7] == pytest.approx([SETTINGS.x_ref, 30, 100, 1000, math.sqrt(1e5), 1000,
                                        math.sqrt(math.sqrt(1e5) * 1000)])
+    # x = 1000 keeps stalling while every point below it converges: two halvings per grid
+    # step in all (316, then 562), then "no sign change" (not a march ever closer to 1000)
+    monkeypatch.setattr(f, "_stalls", lambda z: z[5] == 1000.0)
+    f.sign = False
+    f.calls.clear()
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, settings)
+    assert all(r.status == "no sign change" for r in est.per_rule)
+    fixed = [x for hold, x in f.calls if hold]
+    assert fixed[:8] == pytest.approx([SETTINGS.x_ref, 30, 100, 1000, math.sqrt(1e5), 1000,
+                                       math.sqrt(math.sqrt(1e5) * 1000), 1000])
+    assert fixed[8] == SETTINGS.x_ref          # the next rule
+    f.sign = True
     # every x stalls past 100: two halvings, then "no sign change", naming the failed solve
     monkeypatch.setattr(f, "_stalls", lambda z: z[5] > 100.0)
     est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS)

@@ -229,8 +229,10 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
                           ref=ref, point=profile[-1],
                           shifts=_shifts(params, ref, profile[-1], envelope_shift(profile),
                                          generalisation_error))
-        pending.pop(0)
-        halvings = 0
+        if pending.pop(0) in s.xs:
+            # halvings count per grid step: after this many, a step that keeps failing ends
+            # the profile however close the last good point came
+            halvings = 0
         profile.append(row)
         if profile[-2]["sigma_over_e"] > 0 >= row["sigma_over_e"]:
             break
