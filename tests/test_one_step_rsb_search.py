@@ -263,8 +263,8 @@ def test_where_rs_is_stable_the_search_finds_no_1rsb_point():
 
 
 def test_a_stalled_profile_step_is_halved_in_log_x(fake, monkeypatch):
-    # fixed-x solves stall at x = 1000 only: the profile tries sqrt(300 * 1000) = 547.7, past
-    # the sign change at X0 = 400, so the stationary x is still found
+    # fixed-x solves stall at x = 1000 only: the profile (30, 100, 1000) tries halfway points
+    # in log x and passes the sign change at X0 = 400, so the stationary x is still found
     f = fake()
     plain = f._stalls
     monkeypatch.setattr(f, "_stalls", lambda z: plain(z) or z[5] == 1000.0)
