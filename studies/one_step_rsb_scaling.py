@@ -15,12 +15,12 @@ the RS fixed point on fresh scrambles (``--log2n``, ``--rules``); D at the refer
 stationary x, x*, and the training-loss shift come from the run files of ``symattn ... --rsb 1``
 (studies/data/one_step_rsb_cli/).  Where the run files resolve the point, the table compares;
 where they do not (semantic branch at alpha_c and alpha_l), the measured amplitudes of
-x* D* (D* the theory's, at x -> 0) and of Delta eps_t / (C^2 / (1 - lambda_cont)) (the training-loss shift grows like x
-times D*^2-order terms up to x* ~ 1 / D*) give the predicted size, with their spread as the
-uncertainty.
+x* D* (D* the theory's, at x -> 0) and of Delta eps_t / (C^2 / (1 - lambda_cont)) (the
+training-loss shift grows like x times D*^2-order terms up to x* ~ 1 / D*) give the predicted
+size, with their spread as the uncertainty, and bound the thresholds' shifts.
 
 Writes studies/data/one_step_rsb_scaling.json.  Rerun: ``python studies/one_step_rsb_scaling.py``
-(about a minute on one core).
+(about two minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ DELTAS = (1e-3, 3e-3)
 
 
 def jump_strength(params, alpha, x, *, log2n=14, rules=16, seed0=5000):
-    """At the RS point ``x = (q, m, theta, V)``, means and standard errors over ``rules``
+    r"""At the RS point ``x = (q, m, theta, V)``, means and standard errors over ``rules``
     scrambles of ``2**log2n`` points (and the gap windows ``DELTAS``) of ``lambda_cont`` and of
     ``rho_k``, the density at zero of the signed gap weighted by :math:`|\Delta|^k`, k = 1, 2, 3."""
     from symattn.numerics.channel import OutputChannel
@@ -238,35 +238,33 @@ def amplitudes(rows):
 
 
 def report(rows) -> str:
-    lines = ["| case | alpha | C | lambda_cont | D* predicted (x -> 0) | D at x_ref, measured | "
-             "nodes in reach per 2^10 | direct / surface at D* | x* measured / predicted | Delta eps_t measured "
-             "(x eq.; difference) / predicted (x eq.) | kink energy |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    head = ("case", "alpha", "C", "lambda_cont", "D* predicted (x -> 0)", "D at x_ref, measured",
+            "nodes in reach per 2^10", "direct / surface at D*", "x* measured / predicted",
+            "Delta eps_t measured (x eq.; difference) / predicted (x eq.)", "kink energy")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        m, p = r["measured"], r["predicted"]
-        if m:
-            dref = ", ".join(f"{d:.2e}" for d in m["D_ref"])
+        m, p, kc = r["measured"], r["predicted"], r["kink_check"]
+        dref = ", ".join(f"{d:.2e}" for d in m["D_ref"]) if m else "not resolved"
+        xs = de = "—"
         if m and m["rules"]:
             xs = ", ".join(f"{x:.0f}" for x in m["x_star"])
-            de = (", ".join(f"{d:.1e}" for d in m["d_eps_t_envelope"]) + "; "
-                  + ", ".join(f"{d:.1e}" for d in m["d_eps_t"]))
-        else:
-            xs, de = "—", "—"
-            if not m:
-                dref = "not resolved"
-        kc = r["kink_check"] and r["kink_check"]["1 D*"]
+            de = "; ".join(", ".join(f"{d:.1e}" for d in m[k])
+                           for k in ("d_eps_t_envelope", "d_eps_t"))
+        kc = kc and kc["1 D*"]
         kc = f"{kc[0]:.2f} ± {kc[1]:.2f}" if kc and math.isfinite(kc[0]) else "no node"
         if p is None:
-            lines.append(f"| {r['branch']} ({r['case']}) | {r['alpha']:.4g} | no tie in the "
-                         f"rules | {r['lambda_cont']:.3f} | — | {dref} | 0 | — | {xs} | {de} | — |")
-            continue
-        lines.append(
-            f"| {r['branch']} ({r['case']}) | {r['alpha']:.4g} | {r['C']:.2e} ± {r['C_err']:.0e} "
-            f"| {r['lambda_cont']:.3f} ± {r['lambda_cont_err']:.3f} "
-            f"| {r['D_pred']:.1e} ± {r['D_pred_err']:.0e} | {dref} | {1024 * r['reach']:.2g} | {kc} "
-            f"| {xs} / {p['x_star'][0]:.2g}–{p['x_star'][1]:.2g} "
-            f"| {de} / {p['d_eps_t_envelope'][0]:.1e}–{p['d_eps_t_envelope'][1]:.1e} "
-            f"| {r['kink_energy']:.1e} |")
+            cells = ("no tie in the rules", f"{r['lambda_cont']:.3f}", "—", dref, "0", "—",
+                     xs, de, "—")
+        else:
+            cells = (f"{r['C']:.2e} ± {r['C_err']:.0e}",
+                     f"{r['lambda_cont']:.3f} ± {r['lambda_cont_err']:.3f}",
+                     f"{r['D_pred']:.1e} ± {r['D_pred_err']:.0e}", dref,
+                     f"{1024 * r['reach']:.2g}", kc,
+                     f"{xs} / {p['x_star'][0]:.2g}–{p['x_star'][1]:.2g}",
+                     f"{de} / {p['d_eps_t_envelope'][0]:.1e}–{p['d_eps_t_envelope'][1]:.1e}",
+                     f"{r['kink_energy']:.1e}")
+        lines.append("| " + " | ".join((f"{r['branch']} ({r['case']})", f"{r['alpha']:.4g}",
+                                         *cells)) + " |")
     return "\n".join(lines)
 
 
