@@ -70,9 +70,12 @@ def check_kink(params, alpha, x, D, *, log2n=14, rules=8, order=48, reach=6.0, s
     directly: on the outer nodes within ``reach`` inner standard deviations of a tie, the inner
     variance of ``h - w`` on a ``order``^2 Gauss--Hermite rule minus its continuous part
     ``D ||J - I||_F^2`` (``J`` at the centre's minimum); farther nodes have none.  Returns the
-    mean and standard error over ``rules`` scrambles of it divided by ``C sqrt(D)``, ``C`` from
-    the same rules' gap densities (the surface formula): 1 if the theory's coefficient is right,
-    and the same at every small ``D`` if the part grows like ``sqrt(D)``."""
+    ratio of its mean over ``rules`` scrambles to the mean of ``C sqrt(D)``, ``C`` from the same
+    rules' gap densities (the surface formula), with the ratio estimator's standard error, and
+    the number of nodes in reach (ratio ``nan`` if none): 1 if the theory's coefficient is
+    right, and the same at every small ``D`` if the part grows like ``sqrt(D)``.  (The ratio of
+    means, not the mean of per-rule ratios: a rule with no node near a tie is an estimate of
+    zero, not a missing one.)"""
     from symattn.numerics.channel import OutputChannel
     from symattn.numerics.finite_temperature import _hessian
     from symattn.numerics.one_step_rsb import _inner_rule
@@ -82,7 +85,7 @@ def check_kink(params, alpha, x, D, *, log2n=14, rules=8, order=48, reach=6.0, s
     q, m, theta, V = x
     zeta, g = _inner_rule(order)
     k = len(g)
-    ratios = []
+    kinks, surface, n_near = [], [], 0
     for r in range(rules):
         ch = OutputChannel(params, SobolRule(log2n, seed0 + r).nodes(), gtol=1e-13)
         w, t = ch.diagonal_nodes(q, m, theta)
@@ -91,6 +94,7 @@ def check_kink(params, alpha, x, D, *, log2n=14, rules=8, order=48, reach=6.0, s
         wt = ch.nodes.weights
         near = pr.converged & np.isfinite(pr.gap) & (pr.gap < reach * math.sqrt(D) * jump / V)
         idx = np.flatnonzero(near)
+        n_near += len(idx)
         w1 = (w[idx, None, :] + math.sqrt(D) * zeta[None]).reshape(-1, 2)
         p1 = prox(w1, np.repeat(t[idx], k, axis=0), V, params.sigma, gtol=ch.gtol)
         v = (p1.h - w1).reshape(len(idx), k, 2)
@@ -101,9 +105,14 @@ def check_kink(params, alpha, x, D, *, log2n=14, rules=8, order=48, reach=6.0, s
         kink = alpha * float(wt[idx] @ (var - cont))
         dens = np.mean([float(wt[tie] @ jump[tie] ** 3) / (2 * d) for d in DELTAS
                         for tie in [pr.converged & (pr.gap < d)]])
-        c = alpha * dens / (V * math.sqrt(math.pi))
-        ratios.append(kink / (c * math.sqrt(D)))
-    return mean_se(ratios)
+        kinks.append(kink)
+        surface.append(alpha * dens / (V * math.sqrt(math.pi)) * math.sqrt(D))
+    kinks, surface = np.array(kinks), np.array(surface)
+    if not n_near or not surface.any():
+        return math.nan, math.nan, n_near
+    ratio = kinks.mean() / surface.mean()
+    err = mean_se(kinks - ratio * surface)[1] / surface.mean()
+    return float(ratio), float(err), n_near
 
 
 def _rs_x(rs):
@@ -196,8 +205,6 @@ def threshold_bounds(rows):
                              (": semantic_l", res["slopes"]["eps_g_sem"][0], "alpha_l")):
         r = next(r for r in rows if r["case"].endswith(key))
         p = r["predicted"]
-        kc = r["kink_check"] and r["kink_check"]["1 D*"]
-        kc = f"{kc[0]:.2f} ± {kc[1]:.2f}" if kc and math.isfinite(kc[0]) else "no node"
         if p is None:
             out[name] = None
             continue
