@@ -15,7 +15,8 @@ from ..model.params import ParameterError
 
 #: the options of the 1RSB search, as (dest, RSBSettings field)
 _OPTIONS = (("rsb_log2n", "log2n"), ("rsb_rules", "rules"), ("rsb_coarse", "coarse"),
-            ("rsb_fine", "fine"), ("rsb_xs", "xs"), ("rsb_x_ref", "x_ref"))
+            ("rsb_fine", "fine"), ("rsb_xs", "xs"), ("rsb_x_ref", "x_ref"),
+            ("rsb_band_log2n", "band_log2n"))
 
 
 def add_rsb_options(p) -> None:
@@ -41,6 +42,11 @@ def add_rsb_options(p) -> None:
                    type=list_arg("rsb-xs", float_arg("x", 0.0, None, lo_open=True)),
                    help="increasing Parisi x of the profile, searched for the sign change of "
                         "the x equation (default 30,100,300,1000,3000,10000)")
+    g.add_argument("--rsb-band-log2n", dest="rsb_band_log2n", default=None,
+                   type=int_arg("rsb-band-log2n", 5, 24),
+                   help="integrate the band around the prox's jump surface with the points of a "
+                        "dense rule of 2**K points (for the semantic branch at alpha_c and "
+                        "alpha_l, where the jump set is light; e.g. 20); default: no band")
 
 
 def rsb_settings(args, tol: float | None = None):

@@ -47,6 +47,10 @@ COLLAPSED = 1e-5
 #: q_0 / q_RS of the first start and of the one retry after a collapse
 START_RATIOS = (0.985, 0.93)
 
+#: with a jump band: q_RS - q_0 of the two starts, in units of the small-D theory's D*
+#: (the band is drawn for D near it; far above, the map is the plain rule's again)
+BAND_STARTS = (1.0, 3.0)
+
 #: how many times a profile step that stalled or fell onto q_0 = q_1 is halved (in log x)
 #: before the rule stops with "no sign change"
 PROFILE_HALVINGS = 2
@@ -73,6 +77,14 @@ class RSBSettings:
     tol: float = 1e-9
     eps_stages: tuple = (1e-4, 1e-5)
     max_iter: int = 30
+    #: the jump band's dense rule, ``2^band_log2n`` points (None: the plain outer rule;
+    #: :func:`~symattn.numerics.jump_band.jump_band_rule`), its reach in inner standard
+    #: deviations and its D over the small-D theory's; a band of more than ``band_max`` points
+    #: is not used (where the jump set is heavy the plain rule already resolves the point)
+    band_log2n: int | None = None
+    band_reach: float = 8.0
+    band_factor: float = 4.0
+    band_max: int = 4096
 
     def __post_init__(self):
         from ..model.checks import check_int, check_number
@@ -82,6 +94,11 @@ class RSBSettings:
         check_int("rsb-fine", self.fine, 2, 96)
         check_number("rsb-x-ref", self.x_ref, 0.0, None, lo_open=True)
         check_number("tol", self.tol, 0.0, 1e-3, lo_open=True)
+        if self.band_log2n is not None:
+            check_int("rsb-band-log2n", self.band_log2n, self.log2n + 1, 24)
+            check_number("rsb-band-reach", self.band_reach, 0.0, None, lo_open=True)
+            check_number("rsb-band-factor", self.band_factor, 0.0, None, lo_open=True)
+            check_int("rsb-band-max", self.band_max, 1, 2**20)
         xs = tuple(float(v) for v in self.xs)
         if not xs or any(not (b > a) for a, b in zip((self.x_ref, *xs), xs)):
             from ..model.checks import ParameterError
@@ -91,9 +108,14 @@ class RSBSettings:
         object.__setattr__(self, "eps_stages", tuple(float(e) for e in self.eps_stages))
 
     def as_dict(self) -> dict:
-        return {"log2n": self.log2n, "rules": self.rules, "coarse": self.coarse,
-                "fine": self.fine, "x_ref": self.x_ref, "xs": list(self.xs), "tol": self.tol,
-                "eps_stages": list(self.eps_stages), "max_iter": self.max_iter}
+        out = {"log2n": self.log2n, "rules": self.rules, "coarse": self.coarse,
+               "fine": self.fine, "x_ref": self.x_ref, "xs": list(self.xs), "tol": self.tol,
+               "eps_stages": list(self.eps_stages), "max_iter": self.max_iter}
+        if self.band_log2n is not None:
+            # only with a band, so that run files written before it existed still resume
+            out.update(band_log2n=self.band_log2n, band_reach=self.band_reach,
+                       band_factor=self.band_factor, band_max=self.band_max)
+        return out
 
 
 def _collapsed(row) -> bool:
@@ -151,6 +173,7 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
     ``progress(text)``: one line per solve."""
     from .branches import solve_branch
     from .channel import OutputChannel
+    from .jump_band import jump_band_rule
     from .observables import generalisation_error
     from .one_step_rsb import InnerRule, solve_ladder
     from .quadrature import SobolRule
@@ -163,7 +186,25 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
     coarse, fine = InnerRule(s.coarse), InnerRule(s.fine)
     ch = OutputChannel(params, SobolRule(s.log2n, seed).nodes())
     fp = solve_branch(params, branch, alpha, ch)
+    band = None
+    if s.band_log2n is not None:
+        # the band around the jump surface from a dense rule (jump_band), drawn at this
+        # rule's RS point; then RS again on the banded rule, the reference of the shifts
+        band = jump_band_rule(params, alpha, (fp.q, fp.m, fp.theta, fp.V), ch.nodes,
+                              dense_log2n=s.band_log2n, seed=seed, reach=s.band_reach,
+                              factor=s.band_factor)
+        used = band.n_band <= s.band_max
+        if used:
+            ch = OutputChannel(params, band.nodes)
+            fp = solve_branch(params, branch, alpha, ch, x0=(fp.q, fp.m, fp.theta, fp.V))
+        if progress:
+            progress(f"rule {seed}: jump band of {band.n_band} points for D = "
+                     f"{band.D_band:.2e} ({s.band_factor:g} x the small-D theory's)"
+                     + ("" if used else f": more than {s.band_max}, not used (the jump set "
+                                        "is heavy enough for the plain rule)"))
     rs = {"q": fp.q, "m": fp.m, "theta": fp.theta, "V": fp.V, "eps_t": fp.eps_t}
+    if band is not None:
+        rs["band"] = {**band.as_dict(), "used": used}
     stored = {tuple(r["key"]): r for r in rows}
     done = []
 
@@ -190,14 +231,17 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
         return RuleRSB(seed, status, why, rs=rs, rows=done, **kw)
 
     tries = []
-    for ratio in START_RATIOS:
+    ratios = START_RATIOS
+    if band is not None and used:
+        ratios = tuple(round(1.0 - k * band.D_pred / fp.q, 9) for k in BAND_STARTS)
+    for ratio in ratios:
         ref = solve(("ref", s.x_ref, ratio),
                     [ratio * fp.q, fp.q, fp.m, fp.theta, fp.V, s.x_ref])
         tries.append(ref)
         if _usable(ref):
             break
     else:
-        starts = " and ".join(map(str, START_RATIOS))
+        starts = " and ".join(map(str, ratios))
         if all(_collapsed(r) for r in tries):
             return result("reduces to RS", f"Newton went to q_0 = q_1 from q_0/q_RS = {starts}",
                           ref=tries[-1])
