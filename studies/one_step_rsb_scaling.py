@@ -32,12 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
+from symattn.numerics.jump_band import GAP_WINDOWS, gap_density
+
 ROOT = Path(__file__).resolve().parent
 RUNS = ROOT / "data" / "one_step_rsb_cli"
 OUT = ROOT / "data" / "one_step_rsb_scaling.json"
-#: gap windows for rho(0) E|Delta|^3 (the density is flat to the noise over 3e-4 ... 1e-2 at
-#: alpha = 1; the two windows' spread is part of the error)
-DELTAS = (1e-3, 3e-3)
+#: gap windows for rho(0) E|Delta|^3 (the two windows' spread is part of the error)
+DELTAS = GAP_WINDOWS
 
 
 def jump_strength(params, alpha, x, *, log2n=14, rules=16, seed0=5000):
@@ -59,9 +60,8 @@ def jump_strength(params, alpha, x, *, log2n=14, rules=16, seed0=5000):
         jump = np.linalg.norm(pr.h - pr.h2, axis=1)
         wt = ch.nodes.weights
         for d in DELTAS:
-            tie = pr.converged & (pr.gap < d)
             for p in rho:
-                rho[p].append(float(wt[tie] @ jump[tie] ** p) / (2 * d))
+                rho[p].append(gap_density(wt, pr.converged, pr.gap, jump, p, d))
     return {p: mean_se(v) for p, v in rho.items()}, mean_se(lams)
 
 
@@ -103,8 +103,7 @@ def check_kink(params, alpha, x, D, *, log2n=14, rules=8, order=48, reach=6.0, s
         J = np.linalg.inv(V * _hessian(pr.h[idx], w[idx], t[idx], V, params.sigma))
         cont = D * np.sum((J - np.eye(2)) ** 2, axis=(1, 2))
         kink = alpha * float(wt[idx] @ (var - cont))
-        dens = np.mean([float(wt[tie] @ jump[tie] ** 3) / (2 * d) for d in DELTAS
-                        for tie in [pr.converged & (pr.gap < d)]])
+        dens = np.mean([gap_density(wt, pr.converged, pr.gap, jump, 3, d) for d in DELTAS])
         kinks.append(kink)
         surface.append(alpha * dens / (V * math.sqrt(math.pi)) * math.sqrt(D))
     kinks, surface = np.array(kinks), np.array(surface)
