@@ -69,3 +69,30 @@ def test_bad_band_settings_are_refused():
                        seed=0, factor=-1.0)
     # without a band the settings' dict is as before (old run files resume)
     assert "band_log2n" not in RSBSettings().as_dict()
+
+
+def test_the_search_uses_the_band_only_where_it_has_points(monkeypatch):
+    """With a band: the reference starts at q_RS - D* and q_RS - 3 D* (the theory's D*), on the
+    banded rule; where the dense rule has no tie (alpha = 2, semantic: RS-stable) the band is
+    not used and the plain starts are kept (no start at q0 = q1)."""
+    from symattn.numerics import one_step_rsb
+    from symattn.numerics.one_step_rsb_search import (START_RATIOS, RSBSettings,
+                                                      rule_one_step_rsb)
+    starts = []
+
+    def stand_in(channel, alpha, z0, **kw):
+        starts.append((z0[0] / z0[1], channel.nodes.size))
+        raise RuntimeError("stop")            # the starts are all this test looks at
+
+    monkeypatch.setattr(one_step_rsb, "solve_ladder", stand_in)
+    s = RSBSettings(log2n=8, rules=1, coarse=4, fine=6, band_log2n=18)
+    for alpha, banded in ((ALPHA, True), (2.0, False)):
+        starts.clear()
+        with pytest.raises(RuntimeError, match="stop"):
+            rule_one_step_rsb(ModelParams(), "semantic", alpha, 0, s)
+        (ratio, size), = starts
+        if banded:
+            # D* here is ~1e-5 of q ~ 0.08: the start is within 1e-3 of q0 = q1, not 0.985
+            assert 0.999 < ratio < 1.0 and size > 2**8
+        else:
+            assert ratio == START_RATIOS[0] and size == 2**8

@@ -193,15 +193,17 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
         band = jump_band_rule(params, alpha, (fp.q, fp.m, fp.theta, fp.V), ch.nodes,
                               dense_log2n=s.band_log2n, seed=seed, reach=s.band_reach,
                               factor=s.band_factor)
-        used = band.n_band <= s.band_max
+        # not used: too many points (the jump set is heavy enough for the plain rule), or no
+        # tie in the dense rule (D* = 0: nothing to band, and no start off q0 = q1)
+        used = 0 < band.n_band <= s.band_max and band.D_pred > 0
         if used:
             ch = OutputChannel(params, band.nodes)
             fp = solve_branch(params, branch, alpha, ch, x0=(fp.q, fp.m, fp.theta, fp.V))
         if progress:
             progress(f"rule {seed}: jump band of {band.n_band} points for D = "
                      f"{band.D_band:.2e} ({s.band_factor:g} x the small-D theory's)"
-                     + ("" if used else f": more than {s.band_max}, not used (the jump set "
-                                        "is heavy enough for the plain rule)"))
+                     + ("" if used else ": not used (more than "
+                        f"{s.band_max} points, or none), the plain rule instead"))
     rs = {"q": fp.q, "m": fp.m, "theta": fp.theta, "V": fp.V, "eps_t": fp.eps_t}
     if band is not None:
         rs["band"] = {**band.as_dict(), "used": used}
