@@ -45,8 +45,8 @@ def add_rsb_options(p) -> None:
     g.add_argument("--rsb-band-log2n", dest="rsb_band_log2n", default=None,
                    type=int_arg("rsb-band-log2n", 5, 24),
                    help="integrate the band around the prox's jump surface with the points of a "
-                        "dense rule of 2**K points (for the semantic branch at alpha_c and "
-                        "alpha_l, where the jump set is light; e.g. 20); default: no band")
+                        "dense rule of 2**K points (where the jump set is light: the semantic "
+                        "branch near alpha_c, e.g. K = 20); default: no band")
 
 
 def rsb_settings(args, tol: float | None = None):

@@ -186,7 +186,7 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
     coarse, fine = InnerRule(s.coarse), InnerRule(s.fine)
     ch = OutputChannel(params, SobolRule(s.log2n, seed).nodes())
     fp = solve_branch(params, branch, alpha, ch)
-    band = None
+    band, used = None, False
     if s.band_log2n is not None:
         # the band around the jump surface from a dense rule (jump_band), drawn at this
         # rule's RS point; then RS again on the banded rule, the reference of the shifts
@@ -234,7 +234,7 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
 
     tries = []
     ratios = START_RATIOS
-    if band is not None and used:
+    if used:
         ratios = tuple(round(1.0 - k * band.D_pred / fp.q, 9) for k in BAND_STARTS)
     for ratio in ratios:
         ref = solve(("ref", s.x_ref, ratio),
