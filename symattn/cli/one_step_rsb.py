@@ -16,7 +16,8 @@ from ..model.params import ParameterError
 #: the options of the 1RSB search, as (dest, RSBSettings field)
 _OPTIONS = (("rsb_log2n", "log2n"), ("rsb_rules", "rules"), ("rsb_coarse", "coarse"),
             ("rsb_fine", "fine"), ("rsb_xs", "xs"), ("rsb_x_ref", "x_ref"),
-            ("rsb_band_log2n", "band_log2n"))
+            ("rsb_band_log2n", "band_log2n"), ("rsb_split", "split"),
+            ("rsb_recentre_from", "recentre_from"))
 
 
 def add_rsb_options(p) -> None:
@@ -47,6 +48,16 @@ def add_rsb_options(p) -> None:
                    help="integrate the band around the prox's jump surface with the points of a "
                         "dense rule of 2**K points (where the jump set is light: the semantic "
                         "branch near alpha_c, e.g. K = 20); default: no band")
+    g.add_argument("--rsb-split", dest="rsb_split", default=None,
+                   type=int_arg("rsb-split", 2, 48),
+                   help="on rough outer nodes a jump line crosses, an inner rule split along "
+                        "the line, N points per axis on each side (converges like Gauss-Hermite "
+                        "on a smooth integrand, e.g. N = 16); default: the --rsb-fine rule")
+    g.add_argument("--rsb-recentre-from", dest="rsb_recentre_from", default=None,
+                   type=float_arg("rsb-recentre-from", 0.0, None, lo_open=True),
+                   help="from this Parisi x on, place the inner rules on the tilted inner "
+                        "measure's mode (needed where x sqrt(q1 - q0) |f| is several; "
+                        "default: never)")
 
 
 def rsb_settings(args, tol: float | None = None):
@@ -118,7 +129,8 @@ def run_fixed_point(args, params, settings) -> int:
     with output_lock(out, folder=False):
         run = RunFile(out, header)
         print(f"symattn: 1RSB, {args.branch} branch at alpha = {args.alpha:g}: {rsb.rules} rules "
-              f"of 2^{rsb.log2n} outer points, inner {rsb.coarse}^2 / {rsb.fine}^2; saved to "
+              f"of 2^{rsb.log2n} outer points, inner {rsb.coarse}^2 / {rsb.fine}^2"
+              + (f" / split 2 x {rsb.split}^2" if rsb.split else "") + "; saved to "
               f"{out}" + (f" (resuming: {len(run.rows)} solves done)" if run.rows else ""),
               file=sys.stderr, flush=True)
         try:

@@ -119,16 +119,24 @@ class InnerRule:
     size: int = 12
     #: place the rule on a proposal near the tilted measure's mode (:func:`_tilted_gaussian`)
     recentre: bool = False
+    #: split the rule along the line where the prox jumps, a product rule on each side
+    #: (:mod:`symattn.numerics.inner_split`; ``2 size^2`` points, each side recentred)
+    split: bool = False
 
     def __post_init__(self):
         if not 1 <= self.size <= 96:
             raise ValueError(f"inner rule size must be in [1, 96], got {self.size}")
+        if self.split and self.recentre:
+            raise ValueError("a split inner rule recentres each side itself: give split or "
+                             "recentre, not both")
 
     def points(self):
         """``(zeta, g)``: ``zeta`` ``(k, 2)`` and weights ``g`` ``(k,)`` summing to one."""
         return _inner_rule(self.size)
 
     def __str__(self) -> str:
+        if self.split:
+            return f"split along the jump, 2 x {self.size}x{self.size}"
         return f"Gauss-Hermite {self.size}x{self.size}" + (", recentred" if self.recentre else "")
 
 
@@ -146,8 +154,8 @@ def rsb_node_moments(w0, t, V, Dq, x, sigma, *, inner=12, eps: float = 1e-3,
     blend with weight ``expit(gap/eps)`` on the global one (as the RS channel smooths its
     ties, :class:`~symattn.numerics.channel.OutputChannel`): the map is then smooth on the
     scale ``eps`` and Newton converges; the bias is measured by lowering ``eps``."""
-    w1, zeta, log_iw, g = _inner_points(w0, t, V, Dq, x, sigma, gtol, inner)
-    n, k = w0.shape[0], len(g)
+    w1, zeta, logw = _inner_points(w0, t, V, Dq, x, sigma, gtol, inner)
+    n, k = zeta.shape[:2]
     tt = np.repeat(t, k, axis=0)
     if starts is None:
         pr = prox(w1, tt, V, sigma, gtol=gtol)
@@ -161,13 +169,14 @@ def rsb_node_moments(w0, t, V, Dq, x, sigma, *, inner=12, eps: float = 1e-3,
                 getattr(pr, name)[bad] = getattr(redo, name)
     M = pr.value.reshape(n, k)
     fA = (pr.h - w1) / V
-    second = np.isfinite(pr.gap) & (pr.gap < 40 * eps)
+    # a split rule keeps its points off the jump line, each side on its own branch: no blend
+    second = np.isfinite(pr.gap) & (pr.gap < 40 * eps) & (not _as_rule(inner).split)
     p = np.ones(len(fA))
     p[second] = special.expit(pr.gap[second] / eps)
     fB = np.where(second[:, None], (np.where(second[:, None], pr.h2, 0.0) - w1) / V, 0.0)
     f = (p[:, None] * fA + (1 - p[:, None]) * fB).reshape(n, k, 2)
     # log of g_j e^{-x M_j} phi(zeta_j) / (the proposal's density at zeta_j), per node
-    a = np.log(g)[None, :] + log_iw - x * M
+    a = logw - x * M
     amax = a.max(axis=1, keepdims=True)
     e = np.exp(a - amax)
     Zs = e.sum(axis=1)
@@ -180,10 +189,14 @@ def rsb_node_moments(w0, t, V, Dq, x, sigma, *, inner=12, eps: float = 1e-3,
 
 
 def _inner_points(w0, t, V, Dq, x, sigma, gtol, inner):
-    """``(w1 (n k, 2), zeta (n, k, 2), log importance weights (n, k) or 0, g (k,))``: the
-    inner rule's points at every node, recentred on the tilted Gaussian if the rule says so."""
+    """``(w1 (n k, 2), zeta (n, k, 2), log weights (n, k))``: the inner rule's points at every
+    node, recentred on the tilted Gaussian or split along the jump if the rule says so; the
+    weights those of the inner Gaussian (a proposal's ratio included)."""
     n = w0.shape[0]
     rule = _as_rule(inner)
+    if rule.split:
+        from .inner_split import split_points
+        return split_points(w0, t, V, Dq, x, sigma, gtol, rule.size)
     u, g = rule.points()
     k = len(g)
     u = np.broadcast_to(u, (n, k, 2))
@@ -193,7 +206,8 @@ def _inner_points(w0, t, V, Dq, x, sigma, gtol, inner):
         log_iw = 0.5 * (np.sum(u * u, axis=2) - np.sum(zeta * zeta, axis=2)) + logdet[:, None]
     else:
         zeta, log_iw = u, 0.0
-    return (w0[:, None, :] + math.sqrt(Dq) * zeta).reshape(-1, 2), zeta, log_iw, g
+    logw = np.broadcast_to(np.log(g)[None, :] + log_iw, (n, k))
+    return (w0[:, None, :] + math.sqrt(Dq) * zeta).reshape(-1, 2), zeta, logw
 
 
 #: :meth:`OneStepRSBMap.classify`: a node is rough where an inner point's gap is below this many
@@ -292,16 +306,25 @@ class OneStepRSBMap:
     """The 1RSB residual ``z -> (prior(hats(z)) - z[:5], dPhi/dx)`` on ``channel``'s outer
     rule and the inner rule ``inner`` (an :class:`InnerRule` or a Gauss--Hermite order;
     module doc).  ``pin``: ``"m"``
-    (semantic branch: m = m_hat = 0) or ``"theta"`` (positional: theta = theta_hat = 0)."""
+    (semantic branch: m = m_hat = 0) or ``"theta"`` (positional: theta = theta_hat = 0).
+    ``split``: a split rule (:class:`InnerRule` with ``split``) for the rough nodes whose centre
+    has a second minimum within reach (:meth:`lined`); ``fine`` then serves the other rough
+    ones."""
 
     def __init__(self, channel, alpha: float, *, inner=12, pin: str | None = None,
-                 eps: float = 1e-3, fine: InnerRule | None = None, rough=None):
+                 eps: float = 1e-3, fine: InnerRule | None = None, rough=None,
+                 split: InnerRule | None = None):
         self.channel, self.alpha, self.pin = channel, float(alpha), pin
         self.inner = _as_rule(inner)
         self.fine = fine
+        if split is not None and (fine is None or not split.split):
+            raise ValueError("split needs a fine rule and an InnerRule with split=True")
+        self.split = split
         #: the outer nodes integrated with ``fine`` (frozen at the first evaluation, so the
         #: map stays smooth; :meth:`classify` recomputes it)
         self.rough = None if rough is None else np.asarray(rough, bool)
+        #: the rough nodes integrated with ``split`` (frozen with ``rough``)
+        self.lined_nodes = None
         self.eps = eps
         self._starts = {}
         self._kern = _kernels()
@@ -336,8 +359,8 @@ class OneStepRSBMap:
         sigma = ch.params.sigma
         w0, t = ch.diagonal_nodes(q0_, m_, th_)
         n = w0.shape[0]
-        w1, _, _, g = _inner_points(w0, t, V_, Dq, x_, sigma, ch.gtol, self.inner)
-        k = len(g)
+        w1, zeta, _ = _inner_points(w0, t, V_, Dq, x_, sigma, ch.gtol, self.inner)
+        k = zeta.shape[1]
         tt = np.repeat(t, k, axis=0)
         pr = prox(w1, tt, V_, sigma, gtol=ch.gtol)
         # the inner points from the centre's minimiser only: its branch, followed
@@ -359,17 +382,34 @@ class OneStepRSBMap:
                  > STEEP_MARGIN * math.sqrt(Dq))
         return (left | near).reshape(n, k).any(axis=1) | steep
 
+    def lined(self, z) -> np.ndarray:
+        r"""The outer nodes whose centre has a second minimum within ``ROUGH_MARGIN`` inner
+        standard deviations' worth of gap, :math:`\sqrt{q_1-q_0}\,|\Delta|/V`: the jump line
+        crosses their inner Gaussian (or passes near), the split rule's nodes."""
+        q0_, q1_, m_, th_, V_, _ = self._unpack(z)
+        ch = self.channel
+        w0, t = ch.diagonal_nodes(q0_, m_, th_)
+        pr = prox(w0, t, V_, ch.params.sigma, gtol=ch.gtol)
+        scale = math.sqrt(q1_ - q0_) * np.linalg.norm(pr.h - pr.h2, axis=1) / V_
+        return np.isfinite(pr.gap) & (pr.gap < ROUGH_MARGIN * np.where(np.isfinite(scale),
+                                                                       scale, 0.0))
+
     def _moments(self, w0, t, V_, Dq, x_, warm):
         """The inner averages on every node: ``inner`` on the smooth ones, ``fine`` on the
-        rough ones; warm starts per part."""
+        rough ones (``split`` on the rough ones a jump line crosses); warm starts per part."""
         ch = self.channel
         if self.fine is None:
             parts = [(slice(None), self.inner)]
         else:
-            idx = np.flatnonzero(self.rough)
-            parts = [(np.flatnonzero(~self.rough), self.inner), (idx, self.fine)]
+            lined = (np.zeros_like(self.rough) if self.lined_nodes is None
+                     else self.lined_nodes)
+            parts = [(np.flatnonzero(~self.rough), self.inner),
+                     (np.flatnonzero(self.rough & ~lined), self.fine),
+                     (np.flatnonzero(lined), self.split)]
         out = None
         for j, (sel, rule) in enumerate(parts):
+            if not isinstance(sel, slice) and sel.size == 0:
+                continue
             # warm: follow the last full evaluation's minima only (a smooth map for the
             # Jacobian); full: the default starts and those minima, so that a minimum the
             # default set misses but the last evaluation found is not lost
@@ -400,6 +440,8 @@ class OneStepRSBMap:
         ch = self.channel
         if self.fine is not None and self.rough is None:
             self.rough = self.classify(z)
+        if self.split is not None and self.lined_nodes is None:
+            self.lined_nodes = self.rough & self.lined(z)
         w0, t = ch.diagonal_nodes(q0_, m_, th_)
         nodes = self._moments(w0, t, V_, Dq, x_, warm)
         xi, eta = ch.nodes.xi, ch.nodes.eta
@@ -422,6 +464,10 @@ class OneStepRSBMap:
         dphi_dx = float(x_eq_k(*atoms, *order, *hats, x_, *self._params()))
         res = np.append(new - np.array(order), x_**2 * dphi_dx / abs(phi))
         return res, hats, phi
+
+
+#: the Jacobian's step in q0 and q1 is at most this share of q1 - q0
+JAC_SHARE = 1e-3
 
 
 def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: int = 40,
@@ -452,6 +498,10 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
         J = np.full((len(free), len(free)), np.nan)
         for c, k in enumerate(free):
             h = step * max(1.0, abs(z[k]))
+            if k < 2:
+                # q0, q1: a step well inside q1 - q0 (the map varies on that scale; at the
+                # semantic alpha_c q1 - q0 ~ 1e-5, where 1e-6 misses the derivative by 15%)
+                h = min(h, JAC_SHARE * (z[1] - z[0]))
             for hs in (h, -h):      # backwards where the forward step leaves the domain
                 zp = z.copy()
                 zp[k] += hs
@@ -496,7 +546,8 @@ EPS_STAGES = (1e-3, 1e-5, 1e-7, 1e-9)
 
 def solve_ladder(channel, alpha: float, z0, *, pin: str | None, inner=10,
                  fine: InnerRule | None = None, eps_stages=EPS_STAGES, hold_x: bool = False,
-                 tol: float = 1e-9, max_iter: int = 30) -> OneStepRSBPoint:
+                 tol: float = 1e-9, max_iter: int = 30,
+                 split: InnerRule | None = None) -> OneStepRSBPoint:
     """:func:`solve_one_step_rsb` at each smoothing width of ``eps_stages`` in turn, each
     started from the last converged point: at a wide ``eps`` the map is smooth enough for
     Newton from afar, at the last one the blend of near-tied minima is negligible (at
@@ -506,13 +557,14 @@ def solve_ladder(channel, alpha: float, z0, *, pin: str | None, inner=10,
     With ``fine`` the rough nodes (:meth:`OneStepRSBMap.classify`, at ``z0``) use that rule
     throughout; at the end they are classified again at the point reached and, if nodes
     outside the frozen set have become rough, the last stage is solved again on the union
-    (the message says so).  Returns the point of the finest width that converged (``eps``;
+    (the message says so).  With ``split`` the rough nodes a jump line crosses use that rule
+    (:meth:`OneStepRSBMap.lined`).  Returns the point of the finest width that converged (``eps``;
     the message names a finer one that stalled), else the last attempt, not converged."""
     z = np.array(z0, float)
     pt, rough, best, best_map = None, None, None, None
     for eps in eps_stages:
         fmap = OneStepRSBMap(channel, alpha, inner=inner, pin=pin, eps=eps, fine=fine,
-                             rough=rough)
+                             rough=rough, split=split)
         pt = solve_one_step_rsb(fmap, z, hold_x=hold_x, tol=tol, max_iter=max_iter)
         pt.eps = eps
         rough = fmap.rough
@@ -523,7 +575,7 @@ def solve_ladder(channel, alpha: float, z0, *, pin: str | None, inner=10,
         extra = int(np.sum(now & ~rough))
         if extra:
             best_map = OneStepRSBMap(channel, alpha, inner=inner, pin=pin, eps=best.eps,
-                                     fine=fine, rough=rough | now)
+                                     fine=fine, rough=rough | now, split=split)
             redo = solve_one_step_rsb(best_map, best.z, hold_x=hold_x, tol=tol,
                                       max_iter=max_iter)
             redo.eps = best.eps

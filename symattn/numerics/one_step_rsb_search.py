@@ -85,6 +85,14 @@ class RSBSettings:
     band_reach: float = 8.0
     band_factor: float = 4.0
     band_max: int = 4096
+    #: the rough nodes a jump line crosses get an inner rule split along it, ``split``
+    #: points per axis on each side (None: the ``fine`` Gauss--Hermite rule;
+    #: :mod:`~symattn.numerics.inner_split`)
+    split: int | None = None
+    #: from this Parisi x on, the coarse and fine rules are recentred on the tilted inner
+    #: measure (:class:`~symattn.numerics.one_step_rsb.InnerRule`; the tilt moves its mode by
+    #: about x sqrt(q1 - q0) |f| inner standard deviations); None: never
+    recentre_from: float | None = None
 
     def __post_init__(self):
         from ..model.checks import check_int, check_number
@@ -99,6 +107,10 @@ class RSBSettings:
             check_number("rsb-band-reach", self.band_reach, 0.0, None, lo_open=True)
             check_number("rsb-band-factor", self.band_factor, 0.0, None, lo_open=True)
             check_int("rsb-band-max", self.band_max, 1, 2**20)
+        if self.split is not None:
+            check_int("rsb-split", self.split, 2, 48)
+        if self.recentre_from is not None:
+            check_number("rsb-recentre-from", self.recentre_from, 0.0, None, lo_open=True)
         xs = tuple(float(v) for v in self.xs)
         if not xs or any(not (b > a) for a, b in zip((self.x_ref, *xs), xs)):
             from ..model.checks import ParameterError
@@ -115,6 +127,9 @@ class RSBSettings:
             # only with a band, so that run files written before it existed still resume
             out.update(band_log2n=self.band_log2n, band_reach=self.band_reach,
                        band_factor=self.band_factor, band_max=self.band_max)
+        for name in ("split", "recentre_from"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         return out
 
 
@@ -184,6 +199,8 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
     pin = "m" if branch == "semantic" else "theta"
     s = settings
     coarse, fine = InnerRule(s.coarse), InnerRule(s.fine)
+    split = None if s.split is None else InnerRule(s.split, split=True)
+    coarse_far, fine_far = InnerRule(s.coarse, recentre=True), InnerRule(s.fine, recentre=True)
     ch = OutputChannel(params, SobolRule(s.log2n, seed).nodes())
     fp = solve_branch(params, branch, alpha, ch)
     band, used = None, False
@@ -215,9 +232,11 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
             row = stored[tuple(key)]
         else:
             t0 = time.perf_counter()
-            pt = solve_ladder(ch, alpha, z, pin=pin, inner=coarse, fine=fine,
+            far = s.recentre_from is not None and z[5] >= s.recentre_from
+            pt = solve_ladder(ch, alpha, z, pin=pin, inner=coarse_far if far else coarse,
+                              fine=fine_far if far else fine,
                               eps_stages=eps_stages, hold_x=hold_x, tol=s.tol,
-                              max_iter=s.max_iter)
+                              max_iter=s.max_iter, split=split)
             row = {"key": list(key), "seed": seed, **pt.as_dict(),
                    "z": [float(v) for v in pt.z], "wall": time.perf_counter() - t0}
             if save:
