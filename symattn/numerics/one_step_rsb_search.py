@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass, field
 
 __all__ = ["RSBSettings", "RuleRSB", "OneStepRSBEstimate", "one_step_rsb_estimate",
-           "rule_one_step_rsb", "envelope_shift", "COLLAPSED", "STATUSES"]
+           "rule_one_step_rsb", "rule_channel", "envelope_shift", "COLLAPSED", "STATUSES"]
 
 #: a point whose q_1 - q_0 fell below this share of q_1 has gone to q_0 = q_1 (RS)
 COLLAPSED = 1e-5
@@ -181,17 +181,38 @@ class RuleRSB:
 SHIFTS = ("d_eps_t", "d_eps_t_envelope", "d_eps_g", "d_q0", "d_q1", "d_m", "d_theta", "d_V")
 
 
+def rule_channel(params, branch: str, alpha: float, seed: int, settings: RSBSettings):
+    """Rule ``seed``'s outer channel of the 1RSB search and its RS fixed point:
+    ``(channel, fp, band, used)``; with ``settings.band_log2n`` the jump band
+    (:func:`~symattn.numerics.jump_band.jump_band_rule`, drawn at the plain rule's RS point,
+    then RS again on the banded rule) and whether it is used: not with too many points (the
+    jump set is heavy enough for the plain rule) or none (D* = 0: nothing to band)."""
+    from .branches import solve_branch
+    from .channel import OutputChannel
+    from .jump_band import jump_band_rule
+    from .quadrature import SobolRule
+    s = settings
+    ch = OutputChannel(params, SobolRule(s.log2n, seed).nodes())
+    fp = solve_branch(params, branch, alpha, ch)
+    band, used = None, False
+    if s.band_log2n is not None:
+        band = jump_band_rule(params, alpha, (fp.q, fp.m, fp.theta, fp.V), ch.nodes,
+                              dense_log2n=s.band_log2n, seed=seed, reach=s.band_reach,
+                              factor=s.band_factor)
+        used = 0 < band.n_band <= s.band_max and band.D_pred > 0
+        if used:
+            ch = OutputChannel(params, band.nodes)
+            fp = solve_branch(params, branch, alpha, ch, x0=(fp.q, fp.m, fp.theta, fp.V))
+    return ch, fp, band, used
+
+
 def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RSBSettings, *,
                       rows=(), save=None, progress=None) -> RuleRSB:
     """The 1RSB search on one rule (module doc).  ``rows``: this rule's solves from an earlier
     run (replayed, not solved again); ``save(row)``: called after every new solve;
     ``progress(text)``: one line per solve."""
-    from .branches import solve_branch
-    from .channel import OutputChannel
-    from .jump_band import jump_band_rule
     from .observables import generalisation_error
     from .one_step_rsb import InnerRule, solve_ladder
-    from .quadrature import SobolRule
 
     if branch not in ("positional", "semantic"):
         from ..model.checks import ParameterError
@@ -201,26 +222,12 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
     coarse, fine = InnerRule(s.coarse), InnerRule(s.fine)
     split = None if s.split is None else InnerRule(s.split, split=True)
     coarse_far, fine_far = InnerRule(s.coarse, recentre=True), InnerRule(s.fine, recentre=True)
-    ch = OutputChannel(params, SobolRule(s.log2n, seed).nodes())
-    fp = solve_branch(params, branch, alpha, ch)
-    band, used = None, False
-    if s.band_log2n is not None:
-        # the band around the jump surface from a dense rule (jump_band), drawn at this
-        # rule's RS point; then RS again on the banded rule, the reference of the shifts
-        band = jump_band_rule(params, alpha, (fp.q, fp.m, fp.theta, fp.V), ch.nodes,
-                              dense_log2n=s.band_log2n, seed=seed, reach=s.band_reach,
-                              factor=s.band_factor)
-        # not used: too many points (the jump set is heavy enough for the plain rule), or no
-        # tie in the dense rule (D* = 0: nothing to band, and no start off q0 = q1)
-        used = 0 < band.n_band <= s.band_max and band.D_pred > 0
-        if used:
-            ch = OutputChannel(params, band.nodes)
-            fp = solve_branch(params, branch, alpha, ch, x0=(fp.q, fp.m, fp.theta, fp.V))
-        if progress:
-            progress(f"rule {seed}: jump band of {band.n_band} points for D = "
-                     f"{band.D_band:.2e} ({s.band_factor:g} x the small-D theory's)"
-                     + ("" if used else ": not used (more than "
-                        f"{s.band_max} points, or none), the plain rule instead"))
+    ch, fp, band, used = rule_channel(params, branch, alpha, seed, s)
+    if band is not None and progress:
+        progress(f"rule {seed}: jump band of {band.n_band} points for D = "
+                 f"{band.D_band:.2e} ({s.band_factor:g} x the small-D theory's)"
+                 + ("" if used else ": not used (more than "
+                    f"{s.band_max} points, or none), the plain rule instead"))
     rs = {"q": fp.q, "m": fp.m, "theta": fp.theta, "V": fp.V, "eps_t": fp.eps_t}
     if band is not None:
         rs["band"] = {**band.as_dict(), "used": used}
