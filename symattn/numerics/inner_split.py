@@ -90,46 +90,13 @@ def _follow(w, t, V, sigma, start, gtol):
     return pr.h, pr.value
 
 
-def _side_proposal(w0, t, V, s, x, sigma, h, gtol):
-    r"""Per node, a Gaussian proposal for :math:`\varphi(\zeta)e^{-x\mathcal M_S}` of the branch
-    through ``h`` at the centre: Newton on its log-density with the branch followed (as
-    :func:`~symattn.numerics.one_step_rsb._tilted_gaussian`, whose floors and widening it
-    uses).  Returns ``(mu, C, log det C)``."""
-    from .finite_temperature import _hessian
-    from .one_step_rsb import _CURV, _MIN_PRECISION, _MODE_CAP
-    I2 = np.eye(2)
-
-    def at(mu, h):
-        w = w0 + s * mu
-        h, val = _follow(w, t, V, sigma, h, gtol)
-        J = np.linalg.inv(V * _hessian(h, w, t, V, sigma))
-        curv = x * s * s * (I2 - 0.5 * (J + np.swapaxes(J, 1, 2))) / V
-        return -0.5 * np.sum(mu * mu, 1) - x * val, (h - w) / V, curv, h
-
-    mu = np.zeros_like(w0)
-    ell, f, curv, h = at(mu, h)
-    for _ in range(_MODE_STEPS):
-        lam, U = np.linalg.eigh(I2 + curv)
-        lam = np.maximum(lam, _MIN_PRECISION)
-        d = np.einsum("nij,nj,nkj,nk->ni", U, 1 / lam, U, x * s * f - mu)
-        norm = np.linalg.norm(d, axis=1, keepdims=True)
-        d *= np.minimum(1.0, _MODE_CAP / np.maximum(norm, 1e-300))
-        cand = at(mu + d, h)
-        up = cand[0] > ell
-        mu = np.where(up[:, None], mu + d, mu + 0.25 * d)
-        ell, f, curv, h = at(mu, np.where(up[:, None], cand[3], h))
-    lam, U = np.linalg.eigh(I2 + _CURV * curv)
-    lam = np.maximum(lam, _MIN_PRECISION)
-    C = np.einsum("nij,nj,nkj->nik", U, lam**-0.5, U)
-    return mu, C, -0.5 * np.sum(np.log(lam), 1)
-
-
 def split_points(w0, t, V, Dq, x, sigma, gtol, size: int):
     r"""The split inner rule's points at the outer nodes ``w0``, ``t`` ``(n, 2)`` (module doc):
     ``(w1 (n k, 2), zeta (n, k, 2), log weights (n, k))`` with ``k = 2 size^2`` (side A's
     points, then side B's), the log weights those of :math:`\varphi(\zeta)\,d\zeta` (the
     proposal's ratio included).  A node without a second minimum at its centre has only
     side A, over the whole plane (side B's weights zero)."""
+    from .one_step_rsb import _tilted_gaussian
     from .prox import prox
     n = w0.shape[0]
     s = math.sqrt(Dq)
@@ -141,7 +108,8 @@ def split_points(w0, t, V, Dq, x, sigma, gtol, size: int):
     gb = gb / math.sqrt(2.0 * math.pi)
     out_w, out_z, out_l = [], [], []
     for side, h in (("A", hA), ("B", hB)):
-        mu, C, logdet = _side_proposal(w0, t, V, s, x, sigma, h, gtol)
+        mu, C, logdet = _tilted_gaussian(w0, t, V, Dq, x, sigma, gtol, follow=h,
+                                         steps=_MODE_STEPS)
         # the line s(zeta) = M_B - M_A = 0; its gradient in zeta at the centre, in u
         g = s * (hA - hB) / V
         gu = np.einsum("nji,nj->ni", C, g)

@@ -232,7 +232,7 @@ _MODE_STEPS = 6
 _MODE_CAP = 3.0
 
 
-def _tilted_gaussian(w0, t, V, Dq, x, sigma, gtol):
+def _tilted_gaussian(w0, t, V, Dq, x, sigma, gtol, *, follow=None, steps: int = _MODE_STEPS):
     r"""Per node, a Gaussian proposal for the tilted inner measure
     :math:`\varphi(\zeta)e^{-x\mathcal M(w_0+\sqrt{D}\zeta)}`: near its mode :math:`\zeta^*`
     (``_MODE_STEPS`` damped Newton steps from 0 on the log-density
@@ -241,30 +241,37 @@ def _tilted_gaussian(w0, t, V, Dq, x, sigma, gtol):
     full only where it raises :math:`\ell`, else a quarter of it), with a precision that takes
     ``_CURV`` of the tilt's curvature there, :math:`I + c\,xD(I-J)/V` (eigenvalues floored at
     ``_MIN_PRECISION``): wider than the Laplace approximation, so that the importance weights
-    stay bounded where the envelope flattens.  Returns ``(mu, C, log det C)`` with
-    :math:`CC^\top` the proposal's covariance."""
+    stay bounded where the envelope flattens.  With ``follow`` (``(n, 2)`` minimisers at the
+    centre) the measure is that of the branch through them, :math:`\mathcal M_S`, followed
+    from step to step (:mod:`~symattn.numerics.inner_split`); ``steps``: the Newton steps.
+    Returns ``(mu, C, log det C)`` with :math:`CC^\top` the proposal's covariance."""
     I2 = np.eye(2)
     s = math.sqrt(Dq)
 
-    def at(mu):
+    def at(mu, h):
         w = w0 + s * mu
-        pr = prox(w, t, V, sigma, gtol=gtol)
+        if h is None:
+            pr = prox(w, t, V, sigma, gtol=gtol)
+        else:
+            pr = prox(w, t, V, sigma, gtol=gtol, extra_starts=h[:, None, :],
+                      include_default=False)
         J = np.linalg.inv(V * _hessian(pr.h, w, t, V, sigma))
         curv = x * Dq * (I2 - 0.5 * (J + np.swapaxes(J, 1, 2))) / V
-        return (-0.5 * np.sum(mu * mu, axis=1) - x * pr.value, (pr.h - w) / V, curv)
+        return (-0.5 * np.sum(mu * mu, axis=1) - x * pr.value, (pr.h - w) / V, curv,
+                None if h is None else pr.h)
 
     mu = np.zeros_like(w0)
-    ell, f, curv = at(mu)
-    for _ in range(_MODE_STEPS):
+    ell, f, curv, h = at(mu, follow)
+    for _ in range(steps):
         lam, U = np.linalg.eigh(I2 + curv)
         lam = np.maximum(lam, _MIN_PRECISION)
         d = np.einsum("nij,nj,nkj,nk->ni", U, 1 / lam, U, x * s * f - mu)
         norm = np.linalg.norm(d, axis=1, keepdims=True)
         d *= np.minimum(1.0, _MODE_CAP / np.maximum(norm, 1e-300))
-        cand = at(mu + d)
+        cand = at(mu + d, h)
         up = cand[0] > ell
         mu = np.where(up[:, None], mu + d, mu + 0.25 * d)
-        ell, f, curv = at(mu)
+        ell, f, curv, h = at(mu, None if h is None else np.where(up[:, None], cand[3], h))
     lam, U = np.linalg.eigh(I2 + _CURV * curv)
     lam = np.maximum(lam, _MIN_PRECISION)
     C = np.einsum("nij,nj,nkj->nik", U, lam**-0.5, U)
