@@ -91,7 +91,7 @@ class RSBSettings:
     split: int | None = None
     #: from this Parisi x on, the coarse and fine rules are recentred on the tilted inner
     #: measure (:class:`~symattn.numerics.one_step_rsb.InnerRule`; the tilt moves its mode by
-    #: about x sqrt(q1 - q0) |f| inner standard deviations); None: never
+    #: about x sqrt(q1 - q0) times the norm of f, in inner standard deviations); None: never
     recentre_from: float | None = None
 
     def __post_init__(self):
