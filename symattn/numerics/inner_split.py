@@ -5,8 +5,9 @@ split along the jump').
 At such a node the inner integrand jumps across a curve: on one side the global minimiser is
 the centre's global one (branch A), on the other its runner-up (branch B).  A tensor
 Gauss--Hermite rule converges like one over its size on a jump (at the semantic
-:math:`\alpha_c`, 32, 48, 64 and 96 points per axis move the q-residuals by 1e-7 against a
-:math:`q_1 - q_0` of 9e-6).  Here each side is integrated by its own product rule, with nodes
+:math:`\alpha_c`, without the tie blend, 32, 64 and 96 points per axis put the residual of
+:math:`q_1` at 7e-6, 2e-6 and 5e-6, against a :math:`q_1 - q_0` of 9e-6:
+``studies/one_step_rsb_split.py``).  Here each side is integrated by its own product rule, with nodes
 on that side only: in coordinates :math:`u = a\,n + b\,\tau` (``n`` normal to the line),
 Gauss--Hermite in ``b`` and, for each ``b``, a Gauss rule for the weight :math:`\varphi(a)` on the
 half-line beyond the crossing :math:`a^*(b)` (:func:`half_line_gauss`), found by Newton on the
