@@ -7,7 +7,8 @@ from that bracket stops with Sigma/e at 2.5e-6.  This study evaluates the map at
 upper point, the full evaluation against the warm one (the prox from the last minima only, as
 the Jacobian's columns are), and along x at relative steps 1e-5 ... 1e-2: how far Sigma/e
 differs between two evaluations of one point, against the five other residuals and against
-what a step in x moves it by.
+what a step in x moves it by; with the x equation evaluated in 15 digits and in the 40 the
+solver now uses (``X_EQ_DIGITS``); and the prior part's terms against their sum.
 
 Reads the run file ``--run`` (default: the banded, split run in studies/data/one_step_rsb_cli/);
 writes studies/data/one_step_rsb_x_noise.json.  Rerun: ``python studies/one_step_rsb_x_noise.py``
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from symattn.model.params import ModelParams
+from symattn.numerics import one_step_rsb
 from symattn.numerics.one_step_rsb import InnerRule, OneStepRSBMap
 from symattn.numerics.one_step_rsb_search import RSBSettings, rule_channel
 
@@ -30,6 +32,9 @@ ROOT = Path(__file__).resolve().parent
 RUN = ROOT / "data" / "one_step_rsb_cli" / \
     "fixed-point-rsb1-semantic-alpha1.2515356-omega0.3-band20-split16.json"
 OUT = ROOT / "data" / "one_step_rsb_x_noise.json"
+#: the x equation's evaluation: in 15 digits (about double precision, as before 2026-12-06) and in
+#: the 40 the solver now uses (one_step_rsb.X_EQ_DIGITS)
+DIGITS = (15, 40)
 STEPS = (-1e-2, -1e-3, -1e-4, -1e-5, 1e-5, 1e-4, 1e-3, 1e-2)
 
 
@@ -70,22 +75,26 @@ def main() -> None:
     far = InnerRule(s.coarse, recentre=True), InnerRule(s.fine, recentre=True)
     fmap = OneStepRSBMap(ch, h["alpha"], inner=far[0], pin="m", eps=s.eps_stages[-1],
                          fine=far[1], split=InnerRule(s.split, split=True))
-    base, hats, _ = fmap.evaluate(z)
-    out = {"x": float(z[5]), "key": row["key"], "residual": list(map(float, base)), "steps": [],
-           "prior_terms": prior_cancellation(z, hats, h["alpha"])}
+    out = {"x": float(z[5]), "key": row["key"]}
+    for digits in DIGITS:
+        one_step_rsb.X_EQ_DIGITS = digits
+        base, hats, _ = fmap.evaluate(z)
+        res = {"residual": list(map(float, base)), "steps": []}
+        print(f"x equation in {digits} digits; x = {z[5]:.1f}: residuals "
+              f"{np.array2string(base, precision=2)}")
+        for dl in STEPS:
+            zp = z.copy()
+            zp[5] *= 1 + dl
+            warm = fmap.evaluate(zp, warm=True)[0]
+            full = fmap.evaluate(zp)[0]
+            res["steps"].append({"relative_step": dl, "change": list(map(float, warm - base)),
+                                 "full_minus_warm": list(map(float, full - warm))})
+            print(f"  x (1 {dl:+.0e}): change {np.array2string(warm - base, precision=2)}; "
+                  f"full - warm {np.array2string(full - warm, precision=2)}", flush=True)
+        out[f"digits_{digits}"] = res
+    out["prior_terms"] = prior_cancellation(z, hats, h["alpha"])
     print(f"the x equation's prior part: largest term {out['prior_terms']['largest']:.2e}, "
           f"their sum {out['prior_terms']['sum']:.2e}")
-    print(f"x = {z[5]:.1f}: residuals {np.array2string(base, precision=2)}")
-    for dl in STEPS:
-        zp = z.copy()
-        zp[5] *= 1 + dl
-        warm = fmap.evaluate(zp, warm=True)[0]
-        full = fmap.evaluate(zp)[0]
-        step = {"relative_step": dl, "change": list(map(float, warm - base)),
-                "full_minus_warm": list(map(float, full - warm))}
-        out["steps"].append(step)
-        print(f"x (1 {dl:+.0e}): change {np.array2string(warm - base, precision=2)}; "
-              f"full - warm {np.array2string(full - warm, precision=2)}", flush=True)
     OUT.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {OUT}")
 

@@ -145,3 +145,41 @@ def test_rough_nodes_carry_the_inner_rules_error():
     d = np.abs(F[0].F2 - F[1].F2)
     assert d[~rough].sum() <= 1e-3 * d.sum()
     assert 0 < rough.sum() < len(rough) // 2
+
+
+def test_x_equation_in_high_precision_matches_a_double_evaluation_where_nothing_cancels():
+    """The map evaluates the x equation in mpmath with E[M_x] rebuilt from E[<M>] plus their
+    node-by-node difference (OneStepRSBMap._x_equation).  At a small x, where the prior part
+    loses few digits, that must agree with the derived equation lambdified to numpy and fed the
+    plain atoms (another evaluation of the same formula; a swapped pair of atoms flips the
+    channel term and misses by far more than the 1e-8 relative allowed for rounding)."""
+    import sympy as sp
+
+    from symattn.model.symbols import alpha as a_sym, lam, rho, sigma
+    from symattn.numerics.channel import OutputChannel
+    from symattn.numerics.one_step_rsb import OneStepRSBMap, _kernels
+    from symattn.numerics.quadrature import SobolRule
+    from symattn.symbolic.one_step_rsb import HATS, ORDER, derive_one_step_rsb, x as x_sym
+    params = ModelParams()
+    ch = OutputChannel(params, SobolRule(7, 0).nodes())
+    alpha, z = 2.0, np.array([0.05, 0.055, 0.3, 0.0, 12.0, 30.0])
+    fmap = OneStepRSBMap(ch, alpha, inner=6, pin="theta")
+    res, hats, phi = fmap.evaluate(z)
+    eq = derive_one_step_rsb()
+    a_syms = sp.symbols(f"b_0:{len(eq.atoms)}", real=True)
+    plain = sp.lambdify((*a_syms, *ORDER, *HATS, x_sym, a_sym, rho, sigma, lam),
+                        eq.x_equation.xreplace(dict(zip(eq.atoms, a_syms))), "numpy")
+    # the atoms as evaluate() forms them
+    atoms_k = _kernels()[0]
+    q0, q1, m, th, V, x = z
+    w0, t = ch.diagonal_nodes(q0, m, 0.0)
+    nodes = fmap._moments(w0, t, V, q1 - q0, x, warm=False)
+    cols = (ch.nodes.xi[:, 0], ch.nodes.xi[:, 1], ch.nodes.eta[:, 0], ch.nodes.eta[:, 1],
+            nodes.f[:, 0], nodes.f[:, 1], nodes.F2, nodes.XiF[:, 0], nodes.XiF[:, 1],
+            nodes.Mbar, nodes.Mx, q1 - q0)
+    wts = ch.nodes.weights
+    atoms = [float(wts @ np.broadcast_to(fn(*cols), wts.shape)) for fn in atoms_k]
+    want = float(plain(*atoms, q0, q1, m, 0.0, V, *hats, x, alpha, params.rho, params.sigma,
+                       params.lam))
+    got = res[5] * abs(phi) / x**2
+    assert abs(got - want) <= 1e-8 * abs(want), (got, want)

@@ -69,8 +69,16 @@ def _kernels():
     hats = sp.lambdify((*a_syms, *ORDER, x_sym, *params),
                        [eq.output[h].xreplace(sub) for h in HATS], "numpy")
     prior = sp.lambdify((*HATS, x_sym, *params), [eq.prior[o] for o in ORDER], "numpy")
+    # the x equation in mpmath (:data:`X_EQ_DIGITS`): its prior part is a sum of terms that
+    # cancel by seven digits at x ~ 2e4 (studies/one_step_rsb_x_noise.py)
     x_eq = sp.lambdify((*a_syms, *ORDER, *HATS, x_sym, *params),
-                       eq.x_equation.xreplace(sub), "numpy")
+                       eq.x_equation.xreplace(sub), "mpmath")
+    # the atoms E[M_x] and E[<M>], whose difference the x equation takes
+    env = [i for i, E in enumerate(eq.atoms) if E.args[0].has(RSBEnvelope)]
+    tilted = [i for i, E in enumerate(eq.atoms) if E.args[0].has(TiltedM)]
+    if len(env) != 1 or len(tilted) != 1:
+        raise AssertionError("expected one E[M_x] atom and one E[<M>] atom")
+    x_eq.pair = (env[0], tilted[0])
     EM = Expect(eq.M)
     phi = sp.lambdify((sp.Symbol("EM"), *ORDER, *HATS, x_sym, *params),
                       eq.phi.xreplace({EM: sp.Symbol("EM")}), "numpy")
@@ -209,6 +217,9 @@ def _inner_points(w0, t, V, Dq, x, sigma, gtol, inner):
     logw = np.broadcast_to(np.log(g)[None, :] + log_iw, (n, k))
     return (w0[:, None, :] + math.sqrt(Dq) * zeta).reshape(-1, 2), zeta, logw
 
+
+#: decimal digits of the x equation's evaluation (:meth:`OneStepRSBMap._x_equation`)
+X_EQ_DIGITS = 40
 
 #: :meth:`OneStepRSBMap.classify`: a node is rough where an inner point's gap is below this many
 #: inner standard deviations' worth of its change
@@ -437,6 +448,21 @@ class OneStepRSBMap:
                 getattr(out, name)[sel] = getattr(nodes, name)
         return out
 
+    def _x_equation(self, atoms, order, hats, x_, gap) -> float:
+        r""":math:`\partial\Phi/\partial x` in ``X_EQ_DIGITS`` digits from the double inputs,
+        with :math:`\mathbb E[\mathcal M_x]` set to :math:`\mathbb E\langle\mathcal M\rangle` plus
+        ``gap``, their difference summed node by node (the two atoms agree to seven digits at
+        the semantic :math:`\alpha_c`, so their rounded difference would be noise)."""
+        import mpmath as mp
+        x_eq = self._kern[3]
+        env, tilted = x_eq.pair
+        with mp.workdps(X_EQ_DIGITS):
+            a = [mp.mpf(v) for v in atoms]
+            a[env] = a[tilted] + mp.mpf(gap)
+            args = [*a, *map(mp.mpf, order), *map(mp.mpf, hats), mp.mpf(x_),
+                    *map(mp.mpf, self._params())]
+            return float(x_eq(*args))
+
     def evaluate(self, z, warm: bool = False):
         r"""``(residual (6,), hats (5,), phi)`` at ``z``: the prior equations' new order
         parameters minus ``z[:5]``, and :math:`x^2\partial_x\Phi/|\Phi|`; ``warm``: the prox
@@ -468,7 +494,7 @@ class OneStepRSBMap:
         # the x equation as x^2 dPhi/dx / |Phi|: at T = 0, x^2 dPhi/dx = -Sigma (the
         # complexity of the states at the energy x selects), so this is Sigma relative to the
         # energy, dimensionless like the other residuals' relative sizes
-        dphi_dx = float(x_eq_k(*atoms, *order, *hats, x_, *self._params()))
+        dphi_dx = self._x_equation(atoms, order, hats, x_, float(wts @ (nodes.Mx - nodes.Mbar)))
         res = np.append(new - np.array(order), x_**2 * dphi_dx / abs(phi))
         return res, hats, phi
 
