@@ -15,9 +15,9 @@ two branches' followed minima, so the curve's bend is followed.  Each side is sm
 the rule converges as fast as Gauss--Hermite on a smooth integrand.
 
 Each side's coordinates are placed on a Gaussian proposal for the tilted inner measure
-:math:`\varphi(\zeta)e^{-x\mathcal M_S(\zeta)}` of its branch (mode and curvature from the
-branch's quadratic model at the centre, refined by Newton on the followed branch), and the
-weights carry the exact ratio, as :func:`~symattn.numerics.one_step_rsb._tilted_gaussian`
+:math:`\varphi(\zeta)e^{-x\mathcal M_S(\zeta)}` of its branch (damped Newton steps from the
+centre towards its mode, the branch followed from step to step), and the weights carry the
+exact ratio, as :func:`~symattn.numerics.one_step_rsb._tilted_gaussian`
 does for one branch: at large Parisi ``x`` the two sides' modes lie many inner standard
 deviations apart.
 """

@@ -161,7 +161,9 @@ def rsb_node_moments(w0, t, V, Dq, x, sigma, *, inner=12, eps: float = 1e-3,
     inner point's two lowest minima lie within a few ``eps`` of each other, ``f`` is their
     blend with weight ``expit(gap/eps)`` on the global one (as the RS channel smooths its
     ties, :class:`~symattn.numerics.channel.OutputChannel`): the map is then smooth on the
-    scale ``eps`` and Newton converges; the bias is measured by lowering ``eps``."""
+    scale ``eps`` and Newton converges; the bias is measured by lowering ``eps``.  A split
+    rule (:class:`InnerRule` with ``split``) keeps its points off the jump line, so nothing is
+    blended there."""
     w1, zeta, logw = _inner_points(w0, t, V, Dq, x, sigma, gtol, inner)
     n, k = zeta.shape[:2]
     tt = np.repeat(t, k, axis=0)
