@@ -26,12 +26,14 @@ SETTINGS = RSBSettings(log2n=8, rules=2, coarse=4, fine=6, xs=(30.0, 100.0, 300.
 class Fake:
     """``solve_ladder``'s stand-in; ``collapse``: Newton goes to q0 = q1 from starts with
     q0/q1 above it; ``sign``: False keeps Sigma/e > 0; ``newton``: the six-equation solve
-    converges."""
+    converges; ``jump``: Sigma/e = +-S0, a step at X0 (no x solves the x equation); ``gap``:
+    q0 = (1 - gap) q1 along the profile."""
 
     def __init__(self, collapse=None, sign=True, newton=True, stall=None, curved=False,
-                 reach=None):
+                 reach=None, jump=False, gap=GAP):
         self.collapse, self.sign, self.newton, self.calls = collapse, sign, newton, []
-        self.stall, self.curved, self.reach = stall, curved, reach
+        self.stall, self.curved, self.reach, self.jump = stall, curved, reach, jump
+        self.gap = gap
 
     def _stalls(self, z):
         return self.stall is not None and z[0] / z[1] > self.stall
@@ -51,12 +53,14 @@ class Fake:
             z[0] = z[1]
         elif hold_x:
             z[1] *= 1 + 1e-4          # q1 grows along the profile (so eps_g moves)
-            z[0] = (1 - GAP) * z[1]
+            z[0] = (1 - self.gap) * z[1]
         return self._point(alpha, z, True, "converged")
 
     def _point(self, alpha, z, ok, msg):
         x = z[5]
         s = S0 * (1 - (x / X0) ** (2 if self.curved else 1)) if self.sign else S0
+        if self.jump:
+            s = math.copysign(S0, s)
         return OneStepRSBPoint(alpha, list(z), [0.0] * 5, E0 + C * x, 1e-10 if ok else 0.1, ok,
                                3, msg, eps=1e-5, sigma_over_e=0.0 if not ok else s)
 
@@ -109,6 +113,31 @@ def test_collapse_onto_rs_is_retried_then_reported(fake):
     assert est.shifts["d_eps_t"] == (0.0, 0.0)
 
 
+def test_with_a_jump_band_q0_eq_q1_is_judged_against_the_band_s_d_star(fake, monkeypatch):
+    # q1 - q0 = 1e-6 q1 = 1e-7 is below COLLAPSED q1: on the plain rule every start reduces
+    # to RS; with a band whose small-D theory predicts D* = 1e-8 the floor is COLLAPSED_BAND
+    # D* = 1e-10 < 1e-7, and the same points are a 1RSB one
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from symattn.numerics import one_step_rsb_search as search
+    fake(gap=1e-6)
+    est = one_step_rsb_estimate(ModelParams(), "semantic", 2.0, SETTINGS)
+    assert est.status == "reduces to RS"
+    fp = SimpleNamespace(q=0.1, m=0.0, theta=0.1, V=1.0, eps_t=E0)
+    band = SimpleNamespace(D_pred=1e-8, n_band=10, D_band=4e-8, as_dict=lambda: {})
+    monkeypatch.setattr(search, "rule_channel", lambda *a: (None, fp, band, True))
+    est = one_step_rsb_estimate(ModelParams(), "semantic", 2.0,
+                                replace(SETTINGS, band_log2n=12))
+    assert est.status == "converged"
+    assert est.shifts["q0_over_q1"][0] == pytest.approx(1 - 1e-6)
+    # and a band whose D* = 1e-4 puts the floor (1e-6) above the gap: reduces to RS again
+    band.D_pred = 1e-4
+    est = one_step_rsb_estimate(ModelParams(), "semantic", 2.0,
+                                replace(SETTINGS, band_log2n=12))
+    assert est.status == "reduces to RS"
+
+
 def test_a_stalled_start_is_retried_and_a_mixed_failure_is_not_rs(fake):
     fake(stall=0.96)                  # the first start stalls, the second converges
     est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS)
@@ -128,15 +157,62 @@ def test_no_sign_change_is_not_a_result(fake):
     assert est.shifts == {} and est.values() == {}
 
 
-def test_failed_newton_is_interpolated_and_says_so(fake):
+def test_where_newton_stalls_the_secant_in_x_solves_the_x_equation(fake):
     f = fake(newton=False)
     est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS)
-    assert est.status == "interpolated" and not est.converged
-    assert all("no step lowers" in r.why for r in est.per_rule)
-    assert est.shifts["x_star"][0] == pytest.approx(X0)     # the linear interpolation
-    # per rule: Newton, three bisections of [300, 1000] in log x, Newton again
-    assert [c[0] for c in f.calls[5:10]] == [False, True, True, True, False]
+    assert est.status == "converged"
+    assert all(r.status == "stationary" and "no step lowers" in r.why and "secant" in r.why
+               for r in est.per_rule)
+    # per rule: Newton, three bisections of [300, 1000] in log x, Newton again, then regula
+    # falsi on the bracket [348.72, 405.36]: Sigma/e is linear in x, so one step lands on X0
+    assert [c[0] for c in f.calls[5:11]] == [False, True, True, True, False, True]
     assert f.calls[6][1] == pytest.approx(math.sqrt(300 * 1000))
+    assert f.calls[10][1] == pytest.approx(X0)
+    assert est.shifts["x_star"][0] == pytest.approx(X0)
+    pt = est.per_rule[0].point
+    assert pt["converged"] and "secant" in pt["message"] and abs(pt["sigma_over_e"]) < 1e-12
+
+
+def test_the_secant_in_x_is_superlinear_where_sigma_is_curved(fake):
+    # Sigma/e = S0 (1 - (x/X0)^2) is concave: plain regula falsi keeps the upper end of the
+    # bracket and gains a constant factor a step; Illinois halves the kept value after the
+    # second keep and converges superlinearly. Reference: |Sigma/e| <= SIGMA_TOL = 1e-8 needs
+    # |x - X0| <= X0 SIGMA_TOL / (2 S0) = 1e-4 (the slope at X0 is -2 S0 / X0)
+    from symattn.numerics.one_step_rsb_search import SIGMA_TOL
+    f = fake(newton=False, curved=True)
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS)
+    assert est.status == "converged"
+    secant = [z for h, z in f.calls[10:] if h][:len(f.calls) // 2 - 10]
+    # halving the kept value at every step (rather than after the second keep) gains a factor
+    # 2 a step: from |x - X0| = 0.36 after the first, 1e-4 needs 12 > SECANT_STEPS; Illinois
+    # needs 4 here (6 allowed)
+    assert len(secant) <= 6
+    assert abs(est.shifts["x_star"][0] - X0) <= X0 * SIGMA_TOL / (2 * S0) * 1.01
+
+
+def test_where_no_x_solves_the_x_equation_the_values_are_interpolated_and_say_so(fake):
+    # Sigma/e jumps from +S0 to -S0 at X0: the secant narrows the bracket around X0 for its
+    # SECANT_STEPS steps but never reaches |Sigma/e| <= SIGMA_TOL
+    from symattn.numerics.one_step_rsb_search import SECANT_STEPS
+    f = fake(newton=False, jump=True)
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS)
+    assert est.status == "interpolated" and not est.converged
+    assert all("no step lowers" in r.why and "did not reach" in r.why for r in est.per_rule)
+    assert len(f.calls) == 2 * (10 + SECANT_STEPS)
+    secant = [z for h, z in f.calls[10:10 + SECANT_STEPS]]
+    assert all(348.72 < z < 405.37 for z in secant) and abs(secant[-1] - X0) < 1.0
+    # the interpolation of the last bracket, which holds X0
+    assert abs(est.shifts["x_star"][0] - X0) < 1.0
+    assert est.per_rule[0].point["converged"] is False
+
+
+def test_a_secant_step_that_fails_ends_in_interpolation(fake, monkeypatch):
+    f = fake(newton=False, jump=True)
+    monkeypatch.setattr(f, "_stalls", lambda z: 350.0 < z[5] < 399.0)
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS)
+    assert est.status == "interpolated"
+    assert all("the secant in x stopped at step 1" in r.why and "348.7" in r.why
+               and "405.3" in r.why for r in est.per_rule)
 
 
 def test_newton_from_a_narrowed_bracket(fake):

@@ -17,7 +17,10 @@ On each scrambled Sobol rule of ``2^log2n`` outer points, after the RS fixed poi
 3. **Stationary x.** All six equations, x free, by Newton from the linear interpolation of the
    two points around the sign change; if Newton wanders off (Sigma/e is rough on a small rule),
    the bracket is bisected ``BISECTIONS`` times in log x by fixed-x solves and Newton starts
-   again from closer.
+   again from closer.  If that fails too, the x equation is solved as a function of x along
+   the fixed-x solutions, by regula falsi (Illinois) on the bracket, until
+   :math:`|\Sigma/e| \le` ``SIGMA_TOL`` (at most ``SECANT_STEPS`` fixed-x solves): a point
+   that solves the five equations to ``tol`` and the x equation to ``SIGMA_TOL`` is stationary.
 
 The shifts from the reference are paired on the rule (alone, 2^10 outer points put RS's
 :math:`\theta` 3 % off; the pairing cancels that to the size of the effect).  The training loss
@@ -44,6 +47,10 @@ __all__ = ["RSBSettings", "RuleRSB", "OneStepRSBEstimate", "one_step_rsb_estimat
 #: a point whose q_1 - q_0 fell below this share of q_1 has gone to q_0 = q_1 (RS)
 COLLAPSED = 1e-5
 
+#: with a jump band, below this share of the small-D theory's D* instead (where the jump set
+#: is light, D* itself can be below COLLAPSED q_1: 2e-7 q_1 on the semantic branch at 1.5)
+COLLAPSED_BAND = 1e-2
+
 #: q_0 / q_RS of the first start and of the one retry after a collapse
 START_RATIOS = (0.985, 0.93)
 
@@ -55,8 +62,8 @@ BAND_STARTS = (1.0, 3.0)
 #: before the rule stops with "no sign change"
 PROFILE_HALVINGS = 2
 
-#: a rule's status: the six equations solved; the sign change found but the six-equation
-#: Newton did not converge (values interpolated); Newton went to q_0 = q_1 from both starts;
+#: a rule's status: the six equations solved (by Newton or by the secant in x); the sign
+#: change found but neither converged (values interpolated); Newton went to q_0 = q_1 from both starts;
 #: Sigma/e did not change sign on the grid; the reference did not converge
 STATUSES = ("stationary", "interpolated", "reduces to RS", "no sign change", "failed")
 
@@ -133,12 +140,13 @@ class RSBSettings:
         return out
 
 
-def _collapsed(row) -> bool:
-    return row["q1"] - row["q0"] <= COLLAPSED * row["q1"]
+def _collapsed(row, floor: float | None = None) -> bool:
+    """q_1 - q_0 at or below ``floor`` (None: ``COLLAPSED`` q_1)."""
+    return row["q1"] - row["q0"] <= (COLLAPSED * row["q1"] if floor is None else floor)
 
 
-def _usable(row) -> bool:
-    return row["converged"] and not _collapsed(row)
+def _usable(row, floor: float | None = None) -> bool:
+    return row["converged"] and not _collapsed(row, floor)
 
 
 def envelope_shift(profile: list, x_star: float | None = None) -> float:
@@ -233,6 +241,13 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
         rs["band"] = {**band.as_dict(), "used": used}
     stored = {tuple(r["key"]): r for r in rows}
     done = []
+    floor = COLLAPSED_BAND * band.D_pred if used else None
+
+    def collapsed(row):
+        return _collapsed(row, floor)
+
+    def usable(row):
+        return _usable(row, floor)
 
     def solve(key, z, hold_x=True, eps_stages=s.eps_stages):
         if tuple(key) in stored:
@@ -266,16 +281,16 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
         ref = solve(("ref", s.x_ref, ratio),
                     [ratio * fp.q, fp.q, fp.m, fp.theta, fp.V, s.x_ref])
         tries.append(ref)
-        if _usable(ref):
+        if usable(ref):
             break
     else:
         starts = " and ".join(map(str, ratios))
-        if all(_collapsed(r) for r in tries):
+        if all(collapsed(r) for r in tries):
             return result("reduces to RS", f"Newton went to q_0 = q_1 from q_0/q_RS = {starts}",
                           ref=tries[-1])
         return result("failed", f"the reference point at x = {s.x_ref:g} from q_0/q_RS = "
                                 f"{starts}: " + "; ".join(
-                                    "went to q_0 = q_1" if _collapsed(r) else r["message"]
+                                    "went to q_0 = q_1" if collapsed(r) else r["message"]
                                     for r in tries))
     profile = [ref]
     pending, halvings, tried = list(s.xs), 0, set()
@@ -287,7 +302,7 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
         # a resumed run replays each solve in order
         row = solve(("profile", x) if x not in tried else ("profile", x, profile[-1]["x"]), z)
         tried.add(x)
-        if not _usable(row):
+        if not usable(row):
             if halvings < PROFILE_HALVINGS:
                 # a long step in x stalled or fell onto q0 = q1: try halfway (in log x) from
                 # the last good point, then this x again from there
@@ -322,7 +337,7 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
         return [u + t * (v - u) for u, v in zip(lo["z"], hi["z"])], t
 
     def good(st, lo, hi):
-        return _usable(st) and lo["x"] / 2 <= st["x"] <= 2 * hi["x"]
+        return usable(st) and lo["x"] / 2 <= st["x"] <= 2 * hi["x"]
 
     z0, t = start(lo, hi)
     st = solve(("stationary",), z0, hold_x=False, eps_stages=(s.eps_stages[-1],))
@@ -333,7 +348,7 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
             z, _ = start(lo, hi)
             z[5] = math.sqrt(lo["x"] * hi["x"])
             mid = solve(("bisect", i), z)
-            if not _usable(mid):
+            if not usable(mid):
                 break
             if mid["sigma_over_e"] > 0:
                 lo = mid
@@ -346,10 +361,47 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
         return result("stationary", "", ref=ref, point=st, x_star=st["x"],
                       shifts=_shifts(params, ref, st, _below(below, st["x"]),
                                      generalisation_error))
-    why = (f"the six-equation Newton from x = {z0[5]:g}: "
-           + (st["message"] if not st["converged"] else
-              "went to q_0 = q_1" if _collapsed(st) else f"left the bracket (x = {st['x']:g})")
-           + f"; values interpolated between x = {lo['x']:g} and {hi['x']:g}")
+    newton = (f"the six-equation Newton from x = {z0[5]:g}: "
+              + (st["message"] if not st["converged"] else
+                 "went to q_0 = q_1" if collapsed(st) else f"left the bracket (x = {st['x']:g})"))
+    # the x equation as a function of x along the fixed-x solutions: its root by regula falsi
+    # (Illinois), each point solved to tol in the five others (the x equation's rounding,
+    # 2e-9, is below SIGMA_TOL; the six-equation Newton can stall above it). Illinois halves
+    # the value kept at an end only when that end is kept twice running.
+    halved, last, i = [0, 0], None, 0
+    while i < SECANT_STEPS:
+        fl = lo["sigma_over_e"] / 2 ** halved[0]
+        fh = hi["sigma_over_e"] / 2 ** halved[1]
+        t = fl / (fl - fh)
+        z = [u + t * (v - u) for u, v in zip(lo["z"], hi["z"])]
+        # keyed by the x solved at: a resumed run replays a row only where it lands again
+        row = solve(("secant", i, z[5]), z)
+        i += 1
+        if not (usable(row) and lo["x"] < row["x"] < hi["x"]):
+            newton += (f"; the secant in x stopped at step {i}: "
+                       + ("went to q_0 = q_1" if row["converged"] else row["message"]))
+            break
+        if abs(row["sigma_over_e"]) <= max(SIGMA_TOL, s.tol):
+            pt = {**row, "residual": max(row["residual"], abs(row["sigma_over_e"])),
+                  "message": f"converged (the x equation by a secant in x on fixed-x solves, "
+                             f"{i} steps)"}
+            return result("stationary", newton + "; solved by the secant in x", ref=ref,
+                          point=pt, x_star=pt["x"],
+                          shifts=_shifts(params, ref, pt, _below(below, pt["x"]),
+                                         generalisation_error))
+        side = 0 if row["sigma_over_e"] > 0 else 1
+        halved[side] = 0
+        halved[1 - side] += last == side
+        last = side
+        if side == 0:
+            lo = row
+            below = below + [row]
+        else:
+            hi = row
+    else:
+        newton += f"; the secant in x did not reach |Sigma/e| <= {SIGMA_TOL:g} in {i} steps"
+    t = lo["sigma_over_e"] / (lo["sigma_over_e"] - hi["sigma_over_e"])
+    why = newton + f"; values interpolated between x = {lo['x']:g} and {hi['x']:g}"
     interp = {k: lo[k] + t * (hi[k] - lo[k])
               for k in ("q0", "q1", "m", "theta", "V", "x", "eps_t")}
     interp.update(converged=False, message=why, sigma_over_e=0.0)
@@ -360,6 +412,14 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
 
 #: fixed-x bisections of the bracket before Newton is tried a second time
 BISECTIONS = 3
+
+#: regula falsi steps in x on fixed-x solves after the second Newton (each one full solve)
+SECANT_STEPS = 8
+
+#: |Sigma/e| at which the secant's fixed-x point is taken to solve the x equation: above the
+#: 40-digit x equation's rounding at the semantic alpha_c, 1.5 - 7e-9
+#: (studies/one_step_rsb_x_noise.py), where tol = 1e-9 is out of reach
+SIGMA_TOL = 1e-8
 
 
 def _below(rows, x_star) -> float:
