@@ -286,6 +286,16 @@ def test_cli_fixed_point_saves_and_resumes(fake, tmp_path, capsys):
     assert main([a if a != "1" else "1.1" for a in argv[:5]] + argv[5:]) == 2
     assert_one_line_error(capsys, "out")
     assert json.loads(out.read_text()) == resumed
+    # fewer rules than the file's: refused; more: the file's rules replayed, the third solved
+    i = argv.index("--rsb-rules") + 1
+    assert main(argv[:i] + ["1"] + argv[i + 1:]) == 2
+    assert_one_line_error(capsys, "out")
+    f = fake()
+    assert main(argv[:i] + ["3"] + argv[i + 1:]) == 0
+    assert len(f.calls) == 6 and "resuming: 12 solves done" in capsys.readouterr().err
+    grown = json.loads(out.read_text())
+    assert grown["rows"][:12] == saved["rows"] and {r["seed"] for r in grown["rows"][12:]} == {2}
+    assert grown["header"]["rsb"]["rules"] == 3
 
 
 def test_cli_not_converged_exit_3(fake, tmp_path, capsys):

@@ -6,6 +6,7 @@ run file (every solve saved as it finishes; the same command resumes) and their 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -79,14 +80,20 @@ def rsb_settings(args, tol: float | None = None):
 class RunFile:
     """A 1RSB run's file: ``header`` (what was asked), ``rows`` (every solve, written atomically
     as it finishes) and, at the end, ``result``.  An existing file with the same header is
-    resumed (its rows replayed); one with another header is refused, not overwritten."""
+    resumed (its rows replayed), also with more ``--rsb-rules`` than it was made with (the new
+    rules are added: rule k's solves do not depend on the number of rules); one with another
+    header is refused, not overwritten."""
 
     def __init__(self, path: Path, header: dict):
         from ..runs.files import read_json
         self.path, self.header, self.rows = Path(path), json.loads(json.dumps(header)), []
         if self.path.exists():
             data = read_json(self.path, "out")
-            if data.get("header") != self.header:
+            old = data.get("header")
+            if (isinstance(old, dict) and isinstance(old.get("rsb"), dict)
+                    and old["rsb"].get("rules", math.inf) <= self.header["rsb"]["rules"]):
+                old = {**old, "rsb": {**old["rsb"], "rules": self.header["rsb"]["rules"]}}
+            if old != self.header:
                 raise ParameterError("out", f"{self.path} holds a run with other parameters "
                                             f"({data.get('header')}); give another --out or "
                                             "remove it")
