@@ -33,7 +33,7 @@ class Fake:
                  reach=None, jump=False, gap=GAP):
         self.collapse, self.sign, self.newton, self.calls = collapse, sign, newton, []
         self.stall, self.curved, self.reach, self.jump = stall, curved, reach, jump
-        self.gap = gap
+        self.gap, self.starts = gap, []
 
     def _stalls(self, z):
         return self.stall is not None and z[0] / z[1] > self.stall
@@ -41,6 +41,7 @@ class Fake:
     def __call__(self, channel, alpha, z0, *, pin, hold_x, **kw):
         z = [float(v) for v in z0]
         self.calls.append((hold_x, z[5]))
+        self.starts.append(list(z))
         if not hold_x:
             # Newton converges (to X0) if it may, and if it starts within ``reach`` of X0
             far = self.reach is not None and abs(z[5] - X0) > self.reach
@@ -136,6 +137,23 @@ def test_with_a_jump_band_q0_eq_q1_is_judged_against_the_band_s_d_star(fake, mon
     est = one_step_rsb_estimate(ModelParams(), "semantic", 2.0,
                                 replace(SETTINGS, band_log2n=12))
     assert est.status == "reduces to RS"
+
+
+def test_with_a_jump_band_the_reference_is_tried_from_three_gaps(fake, monkeypatch):
+    # starts at q_RS - k D* for k = 1, 3, 6 (D* = 1e-8, q_RS = 0.1): Newton stalls from the
+    # first two (q0/q1 above 1 - 4e-7) and converges from the third
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from symattn.numerics import one_step_rsb_search as search
+    f = fake(stall=1 - 4e-7)
+    fp = SimpleNamespace(q=0.1, m=0.0, theta=0.1, V=1.0, eps_t=E0)
+    band = SimpleNamespace(D_pred=1e-8, n_band=10, D_band=4e-8, as_dict=lambda: {})
+    monkeypatch.setattr(search, "rule_channel", lambda *a: (None, fp, band, True))
+    est = one_step_rsb_estimate(ModelParams(), "semantic", 2.0, replace(SETTINGS, band_log2n=12))
+    assert est.status == "converged"
+    assert [z[0] / z[1] for z in f.starts[:3]] == pytest.approx([1 - 1e-7, 1 - 3e-7, 1 - 6e-7],
+                                                                abs=1e-12)
 
 
 def test_a_stalled_start_is_retried_and_a_mixed_failure_is_not_rs(fake):

@@ -54,9 +54,11 @@ COLLAPSED_BAND = 1e-2
 #: q_0 / q_RS of the first start and of the one retry after a collapse
 START_RATIOS = (0.985, 0.93)
 
-#: with a jump band: q_RS - q_0 of the two starts, in units of the small-D theory's D*
-#: (the band is drawn for D near it; far above, the map is the plain rule's again)
-BAND_STARTS = (1.0, 3.0)
+#: with a jump band: q_RS - q_0 of the starts, in units of the small-D theory's D* (the band
+#: is drawn for D near it; far above, the map is the plain rule's again). The third: at the
+#: semantic alpha_l (2^24 band) rule 0 stalls from D* and 3D* within 2 % of the point that
+#: Newton reaches from 6D* (D = 1.4 D*), with residuals 4e-5 and 7e-5
+BAND_STARTS = (1.0, 3.0, 6.0)
 
 #: how many times a profile step that stalled or fell onto q_0 = q_1 is halved (in log x)
 #: before the rule stops with "no sign change"
