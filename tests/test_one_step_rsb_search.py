@@ -156,6 +156,40 @@ def test_with_a_jump_band_the_reference_is_tried_from_three_gaps(fake, monkeypat
                                                                 abs=1e-12)
 
 
+@pytest.mark.parametrize("count, top, tried", [
+    (lambda k: 3 * 2 ** (k - 14), 24, [18, 20]),   # 48 < 100: two doublings more give 192
+    (lambda k: 3 * 2 ** (k - 14), 19, [18, 19]),   # capped at band_log2n
+    (lambda k: 0, 24, [18, 24]),                   # no point in the band: straight to the cap
+    (lambda k: 5000, 24, [18]),                    # enough at the first
+])
+def test_band_points_chooses_the_dense_rule_per_rule(monkeypatch, count, top, tried):
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from symattn.numerics import branches, jump_band
+    from symattn.numerics.one_step_rsb_search import rule_channel
+    ks = []
+
+    def band_rule(*a, dense_log2n, **kw):
+        ks.append(dense_log2n)
+        return SimpleNamespace(n_band=count(dense_log2n), D_pred=0.0, dense_log2n=dense_log2n)
+    monkeypatch.setattr(jump_band, "jump_band_rule", band_rule)
+    monkeypatch.setattr(branches, "solve_branch",
+                        lambda *a, **kw: SimpleNamespace(q=0.1, m=0.0, theta=0.1, V=1.0))
+    s = replace(SETTINGS, log2n=10, band_log2n=top, band_points=100)
+    _, _, band, used = rule_channel(ModelParams(), "semantic", 1.5, 0, s)
+    assert ks == tried and band.dense_log2n == tried[-1] and not used
+    ks.clear()
+    rule_channel(ModelParams(), "semantic", 1.5, 0, replace(s, band_points=None))
+    assert ks == [top]
+
+
+def test_band_points_needs_a_band():
+    from symattn.model.params import ParameterError
+    with pytest.raises(ParameterError, match="rsb-band-points"):
+        RSBSettings(band_points=100)
+
+
 def test_a_stalled_start_is_retried_and_a_mixed_failure_is_not_rs(fake):
     fake(stall=0.96)                  # the first start stalls, the second converges
     est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS)

@@ -10,7 +10,7 @@ Usage::
     symattn fixed-point --branch {positional,semantic,trivial} --alpha A [model options] [--json]
                         [--out FILE] [--rsb 1 [--rsb-log2n K] [--rsb-rules R] [--rsb-coarse N]
                         [--rsb-fine N] [--rsb-x-ref X] [--rsb-xs x1,x2,..]
-                        [--rsb-band-log2n K] [--rsb-split N]
+                        [--rsb-band-log2n K [--rsb-band-points N]] [--rsb-split N]
                         [--rsb-recentre-from X]]
     symattn simulate --d D --alpha A --start {semantic,positional,random} [--seeds K]
                      [--n-test N] [model options] [--json]

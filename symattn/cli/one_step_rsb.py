@@ -18,7 +18,7 @@ from ..model.params import ParameterError
 _OPTIONS = (("rsb_log2n", "log2n"), ("rsb_rules", "rules"), ("rsb_coarse", "coarse"),
             ("rsb_fine", "fine"), ("rsb_xs", "xs"), ("rsb_x_ref", "x_ref"),
             ("rsb_band_log2n", "band_log2n"), ("rsb_split", "split"),
-            ("rsb_recentre_from", "recentre_from"))
+            ("rsb_recentre_from", "recentre_from"), ("rsb_band_points", "band_points"))
 
 
 def add_rsb_options(p) -> None:
@@ -49,6 +49,12 @@ def add_rsb_options(p) -> None:
                    help="integrate the band around the prox's jump surface with the points of a "
                         "dense rule of 2**K points (where the jump set is light: the semantic "
                         "branch near alpha_c, e.g. K = 20); default: no band")
+    g.add_argument("--rsb-band-points", dest="rsb_band_points", default=None,
+                   type=int_arg("rsb-band-points", 1, 2**20),
+                   help="with --rsb-band-log2n K: choose the dense rule per rule, the first of "
+                        "2**(rsb-log2n + 8) ... 2**K points that puts at least N points in the "
+                        "band (for thresholds --rsb 1, whose searches at alpha_c and alpha_l "
+                        "need different sizes, e.g. K = 24, N = 256); default: 2**K always")
     g.add_argument("--rsb-split", dest="rsb_split", default=None,
                    type=int_arg("rsb-split", 2, 48),
                    help="on rough outer nodes a jump line crosses, an inner rule split along "

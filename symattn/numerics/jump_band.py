@@ -70,11 +70,12 @@ class JumpBand:
     n_band: int
     n_dropped: int
     share: float
+    dense_log2n: int
 
     def as_dict(self) -> dict:
         return {"rule": self.nodes.label, "D_pred": self.D_pred, "D_band": self.D_band,
                 "reach": self.reach, "n_band": self.n_band, "n_dropped": self.n_dropped,
-                "share": self.share}
+                "share": self.share, "dense_log2n": self.dense_log2n}
 
 
 def jump_band_rule(params, alpha: float, point, base, *, dense_log2n: int, seed: int,
@@ -122,4 +123,5 @@ def jump_band_rule(params, alpha: float, point, base, *, dense_log2n: int, seed:
              f"sobol(2^{dense_log2n}, seed={BAND_SEED + seed}))")
     return JumpBand(NodeSet(points=pts, weights=wts, label=label), D_pred=d_pred,
                     D_band=d_band, reach=reach, n_band=int(in_dense.sum()),
-                    n_dropped=int(in_base.sum()), share=float(wt[in_dense].sum()))
+                    n_dropped=int(in_base.sum()), share=float(wt[in_dense].sum()),
+                    dense_log2n=dense_log2n)

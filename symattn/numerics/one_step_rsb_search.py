@@ -54,6 +54,9 @@ COLLAPSED_BAND = 1e-2
 #: q_0 / q_RS of the first start and of the one retry after a collapse
 START_RATIOS = (0.985, 0.93)
 
+#: with ``band_points``: the first dense rule tried has 2^(log2n + BAND_FIRST) points
+BAND_FIRST = 8
+
 #: with a jump band: q_RS - q_0 of the starts, in units of the small-D theory's D* (the band
 #: is drawn for D near it; far above, the map is the plain rule's again). The third: at the
 #: semantic alpha_l (2^24 band) rule 0 stalls from D* and 3D* within 2 % of the point that
@@ -94,6 +97,11 @@ class RSBSettings:
     band_reach: float = 8.0
     band_factor: float = 4.0
     band_max: int = 4096
+    #: with a band: None, the dense rule has ``2^band_log2n`` points; else its size is chosen
+    #: per rule, from ``2^(log2n + BAND_FIRST)`` up to ``2^band_log2n``, as the first that puts
+    #: at least ``band_points`` points in the band (so that one setting serves searches whose
+    #: jump sets differ by orders of magnitude, as ``thresholds`` runs at alpha_c and alpha_l)
+    band_points: int | None = None
     #: the rough nodes a jump line crosses get an inner rule split along it, ``split``
     #: points per axis on each side (None: the ``fine`` Gauss--Hermite rule;
     #: :mod:`~symattn.numerics.inner_split`)
@@ -116,6 +124,12 @@ class RSBSettings:
             check_number("rsb-band-reach", self.band_reach, 0.0, None, lo_open=True)
             check_number("rsb-band-factor", self.band_factor, 0.0, None, lo_open=True)
             check_int("rsb-band-max", self.band_max, 1, 2**20)
+            if self.band_points is not None:
+                check_int("rsb-band-points", self.band_points, 1, 2**20)
+        elif self.band_points is not None:
+            from ..model.checks import ParameterError
+            raise ParameterError("rsb-band-points", "needs --rsb-band-log2n (the largest dense "
+                                                    "rule)")
         if self.split is not None:
             check_int("rsb-split", self.split, 2, 48)
         if self.recentre_from is not None:
@@ -136,6 +150,8 @@ class RSBSettings:
             # only with a band, so that run files written before it existed still resume
             out.update(band_log2n=self.band_log2n, band_reach=self.band_reach,
                        band_factor=self.band_factor, band_max=self.band_max)
+            if self.band_points is not None:
+                out["band_points"] = self.band_points
         for name in ("split", "recentre_from"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
@@ -206,9 +222,16 @@ def rule_channel(params, branch: str, alpha: float, seed: int, settings: RSBSett
     fp = solve_branch(params, branch, alpha, ch)
     band, used = None, False
     if s.band_log2n is not None:
-        band = jump_band_rule(params, alpha, (fp.q, fp.m, fp.theta, fp.V), ch.nodes,
-                              dense_log2n=s.band_log2n, seed=seed, reach=s.band_reach,
-                              factor=s.band_factor)
+        k = s.band_log2n if s.band_points is None else min(s.band_log2n, s.log2n + BAND_FIRST)
+        while True:
+            band = jump_band_rule(params, alpha, (fp.q, fp.m, fp.theta, fp.V), ch.nodes,
+                                  dense_log2n=k, seed=seed, reach=s.band_reach,
+                                  factor=s.band_factor)
+            if s.band_points is None or band.n_band >= s.band_points or k == s.band_log2n:
+                break
+            # the band's count grows like the dense rule's size
+            k = min(s.band_log2n, k + max(1, math.ceil(math.log2(
+                s.band_points / max(band.n_band, 1)))))
         used = 0 < band.n_band <= s.band_max and band.D_pred > 0
         if used:
             ch = OutputChannel(params, band.nodes)
@@ -234,8 +257,8 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
     coarse_far, fine_far = InnerRule(s.coarse, recentre=True), InnerRule(s.fine, recentre=True)
     ch, fp, band, used = rule_channel(params, branch, alpha, seed, s)
     if band is not None and progress:
-        progress(f"rule {seed}: jump band of {band.n_band} points for D = "
-                 f"{band.D_band:.2e} ({s.band_factor:g} x the small-D theory's)"
+        progress(f"rule {seed}: jump band of {band.n_band} points of 2^{band.dense_log2n} "
+                 f"for D = {band.D_band:.2e} ({s.band_factor:g} x the small-D theory's)"
                  + ("" if used else ": not used (more than "
                     f"{s.band_max} points, or none), the plain rule instead"))
     rs = {"q": fp.q, "m": fp.m, "theta": fp.theta, "V": fp.V, "eps_t": fp.eps_t}
