@@ -9,6 +9,7 @@ On each scrambled Sobol rule of ``2^log2n`` outer points, after the RS fixed poi
    from :math:`q_0 = 0.985\,q_{\rm RS}`, :math:`q_1 = q_{\rm RS}`.  :math:`q_0 = q_1` solves the
    1RSB equations at every x and Newton sometimes goes there, or stalls; then once more from
    :math:`q_0 = 0.93\,q_{\rm RS}`.  If both go to :math:`q_0 = q_1` the rule *reduces to RS*.
+   With a jump band the starts are :math:`q_{\rm RS} - kD^*`, k in ``BAND_STARTS``.
 2. **Profile.** The same at each x of ``xs`` in turn, warm-started, until
    :math:`\Sigma/e = -x^2\partial_x\Phi/|\Phi|` (the complexity relative to the energy) changes
    sign from + to -.  A step that stalls or falls onto :math:`q_0 = q_1` is halved in log x
@@ -68,8 +69,8 @@ BAND_STARTS = (1.0, 3.0, 6.0)
 PROFILE_HALVINGS = 2
 
 #: a rule's status: the six equations solved (by Newton or by the secant in x); the sign
-#: change found but neither converged (values interpolated); Newton went to q_0 = q_1 from both starts;
-#: Sigma/e did not change sign on the grid; the reference did not converge
+#: change found but neither converged (values interpolated); Newton went to q_0 = q_1 from
+#: every start; Sigma/e did not change sign on the grid; the reference did not converge
 STATUSES = ("stationary", "interpolated", "reduces to RS", "no sign change", "failed")
 
 
