@@ -184,6 +184,31 @@ def test_band_points_chooses_the_dense_rule_per_rule(monkeypatch, count, top, tr
     assert ks == [top]
 
 
+@pytest.mark.parametrize("n_band, used", [(2831, False), (160, True), (1023, True),
+                                           (1024, False)])
+def test_with_band_points_a_band_the_base_rule_already_holds_is_not_used(monkeypatch, n_band,
+                                                                         used):
+    # at 2^18 dense points for 2^10 base ones the base rule holds n_band / 256 band points on
+    # average: 4 or more (1024 and up) and the plain rule resolves the point (the positional
+    # branch at alpha_c: 2831, i.e. 11)
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from symattn.numerics import branches, channel, jump_band
+    from symattn.numerics.one_step_rsb_search import rule_channel
+    monkeypatch.setattr(jump_band, "jump_band_rule", lambda *a, dense_log2n, **kw:
+                        SimpleNamespace(n_band=n_band, D_pred=1e-8, dense_log2n=dense_log2n,
+                                        nodes=None))
+    fp = SimpleNamespace(q=0.1, m=0.0, theta=0.1, V=1.0)
+    monkeypatch.setattr(branches, "solve_branch", lambda *a, **kw: fp)
+    monkeypatch.setattr(channel, "OutputChannel",
+                        lambda params, nodes, **kw: SimpleNamespace(nodes=nodes))
+    s = replace(SETTINGS, log2n=10, band_log2n=24, band_points=100)
+    assert rule_channel(ModelParams(), "semantic", 1.5, 0, s)[3] is used
+    # without band_points only band_max (4096) decides
+    assert rule_channel(ModelParams(), "semantic", 1.5, 0, replace(s, band_points=None))[3]
+
+
 def test_band_points_needs_a_band():
     from symattn.model.params import ParameterError
     with pytest.raises(ParameterError, match="rsb-band-points"):

@@ -55,8 +55,11 @@ COLLAPSED_BAND = 1e-2
 #: q_0 / q_RS of the first start and of the one retry after a collapse
 START_RATIOS = (0.985, 0.93)
 
-#: with ``band_points``: the first dense rule tried has 2^(log2n + BAND_FIRST) points
+#: with ``band_points``: the first dense rule tried has 2^(log2n + BAND_FIRST) points, and a
+#: band the base rule would hold this many points of on average is not used (the semantic
+#: branch at alpha_c holds 0.3-0.6, at alpha_l 0.001-0.002; the positional one 11)
 BAND_FIRST = 8
+BAND_BASE_ENOUGH = 4.0
 
 #: with a jump band: q_RS - q_0 of the starts, in units of the small-D theory's D* (the band
 #: is drawn for D near it; far above, the map is the plain rule's again). The third: at the
@@ -101,7 +104,8 @@ class RSBSettings:
     #: with a band: None, the dense rule has ``2^band_log2n`` points; else its size is chosen
     #: per rule, from ``2^(log2n + BAND_FIRST)`` up to ``2^band_log2n``, as the first that puts
     #: at least ``band_points`` points in the band (so that one setting serves searches whose
-    #: jump sets differ by orders of magnitude, as ``thresholds`` runs at alpha_c and alpha_l)
+    #: jump sets differ by orders of magnitude, as ``thresholds`` runs at alpha_c and alpha_l);
+    #: a band the base rule holds ``BAND_BASE_ENOUGH`` points of is then not used
     band_points: int | None = None
     #: the rough nodes a jump line crosses get an inner rule split along it, ``split``
     #: points per axis on each side (None: the ``fine`` Gauss--Hermite rule;
@@ -234,6 +238,10 @@ def rule_channel(params, branch: str, alpha: float, seed: int, settings: RSBSett
             k = min(s.band_log2n, k + max(1, math.ceil(math.log2(
                 s.band_points / max(band.n_band, 1)))))
         used = 0 < band.n_band <= s.band_max and band.D_pred > 0
+        if s.band_points is not None:
+            # the base rule's expected count in the band: where it is several, the plain
+            # rule resolves the point (the positional branch at alpha_c: 11 of 2^10 at 2^18)
+            used = used and band.n_band * 2.0 ** (s.log2n - band.dense_log2n) < BAND_BASE_ENOUGH
         if used:
             ch = OutputChannel(params, band.nodes)
             fp = solve_branch(params, branch, alpha, ch, x0=(fp.q, fp.m, fp.theta, fp.V))
