@@ -373,6 +373,15 @@ def test_cli_fixed_point_saves_and_resumes(fake, tmp_path, capsys):
     grown = json.loads(out.read_text())
     assert grown["rows"][:12] == saved["rows"] and {r["seed"] for r in grown["rows"][12:]} == {2}
     assert grown["header"]["rsb"]["rules"] == 3
+    # more profile skips resume too (nothing to add here: every profile found its sign
+    # change); then the file has skips, and a run without them is refused
+    three = argv[:i] + ["3"] + argv[i + 1:]
+    f = fake()
+    assert main(three + ["--rsb-profile-skips", "2"]) == 0 and f.calls == []
+    assert json.loads(out.read_text())["header"]["rsb"]["profile_skips"] == 2
+    capsys.readouterr()
+    assert main(three) == 2
+    assert_one_line_error(capsys, "out")
 
 
 def test_cli_not_converged_exit_3(fake, tmp_path, capsys):
@@ -470,3 +479,30 @@ def test_a_stalled_profile_step_is_halved_in_log_x(fake, monkeypatch):
                for r in est.per_rule)
     fixed = [x for hold, x in f.calls if hold]
     assert fixed[-3:] == pytest.approx([300.0, math.sqrt(3e4), math.sqrt(100 * math.sqrt(3e4))])
+
+
+def test_with_profile_skips_a_grid_x_that_keeps_stalling_is_stepped_over(fake, monkeypatch):
+    # fixed-x solves stall at x = 300 only: its halvings (173, then 228) converge but 300 keeps
+    # stalling; without skips the profile ends there, with one skip 1000 is tried from 228 and
+    # the sign change at X0 = 400 is found between them
+    from dataclasses import replace
+    f = fake()
+    monkeypatch.setattr(f, "_stalls", lambda z: z[5] == 300.0)
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS)
+    assert all(r.status == "no sign change" and "at x = 300 the solve failed" in r.why
+               for r in est.per_rule)
+    f.calls.clear()
+    rows = []
+    skip = replace(SETTINGS, profile_skips=1)
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, skip, save=rows.append)
+    assert est.status == "converged" and est.shifts["x_star"][0] == pytest.approx(X0)
+    assert all("skipped x = 300 (stalled)" in r.why for r in est.per_rule)
+    fixed = [x for hold, x in f.calls if hold]
+    h1 = math.sqrt(100 * 300)
+    assert fixed[:9] == pytest.approx([SETTINGS.x_ref, 30, 100, 300, h1, 300,
+                                       math.sqrt(h1 * 300), 300, 1000])
+    # replayed without a solve
+    n = len(f.calls)
+    assert one_step_rsb_estimate(ModelParams(), "positional", 1.0, skip,
+                                 rows=rows).shifts == est.shifts and len(f.calls) == n
+    assert RSBSettings().as_dict().get("profile_skips") is None       # old run files resume

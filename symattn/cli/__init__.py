@@ -11,7 +11,7 @@ Usage::
                         [--out FILE] [--rsb 1 [--rsb-log2n K] [--rsb-rules R] [--rsb-coarse N]
                         [--rsb-fine N] [--rsb-x-ref X] [--rsb-xs x1,x2,..]
                         [--rsb-band-log2n K [--rsb-band-points N]] [--rsb-split N]
-                        [--rsb-recentre-from X]]
+                        [--rsb-recentre-from X] [--rsb-profile-skips N]]
     symattn simulate --d D --alpha A --start {semantic,positional,random} [--seeds K]
                      [--n-test N] [model options] [--json]
     symattn validate --out DIR [--alphas a,b,..] [--ds d1,d2,..] [--seeds K] [--same-seeds]

@@ -18,7 +18,8 @@ from ..model.params import ParameterError
 _OPTIONS = (("rsb_log2n", "log2n"), ("rsb_rules", "rules"), ("rsb_coarse", "coarse"),
             ("rsb_fine", "fine"), ("rsb_xs", "xs"), ("rsb_x_ref", "x_ref"),
             ("rsb_band_log2n", "band_log2n"), ("rsb_split", "split"),
-            ("rsb_recentre_from", "recentre_from"), ("rsb_band_points", "band_points"))
+            ("rsb_recentre_from", "recentre_from"), ("rsb_band_points", "band_points"),
+            ("rsb_profile_skips", "profile_skips"))
 
 
 def add_rsb_options(p) -> None:
@@ -60,6 +61,11 @@ def add_rsb_options(p) -> None:
                    help="on rough outer nodes a jump line crosses, an inner rule split along "
                         "the line, N points per axis on each side (converges like Gauss-Hermite "
                         "on a smooth integrand, e.g. N = 16); default: the --rsb-fine rule")
+    g.add_argument("--rsb-profile-skips", dest="rsb_profile_skips", default=None,
+                   type=int_arg("rsb-profile-skips", 0, 64),
+                   help="grid x of the profile that may be skipped where Newton still stalls "
+                        "after halving the step (the next x is tried from the last good point; "
+                        "default 0: the profile ends there)")
     g.add_argument("--rsb-recentre-from", dest="rsb_recentre_from", default=None,
                    type=float_arg("rsb-recentre-from", 0.0, None, lo_open=True),
                    help="from this Parisi x on, place the inner rules on the tilted inner "
@@ -83,12 +89,29 @@ def rsb_settings(args, tol: float | None = None):
     return RSBSettings(**given)
 
 
+#: settings a run file may be resumed with more of, and their values when absent: more rules
+#: add rules, more profile skips go on where a rule's profile ended; neither changes a solve
+#: already made
+_GROWS = (("rules", math.inf), ("profile_skips", 0))
+
+
+def _grown(old: dict, new: dict) -> dict:
+    """``old`` (a run file's 1RSB settings) with the settings of ``_GROWS`` that ``new`` raises
+    taken from ``new``."""
+    out = dict(old)
+    for key, absent in _GROWS:
+        if out.get(key, absent) <= new.get(key, absent):
+            out.pop(key, None)
+            if key in new:
+                out[key] = new[key]
+    return out
+
+
 class RunFile:
     """A 1RSB run's file: ``header`` (what was asked), ``rows`` (every solve, written atomically
     as it finishes) and, at the end, ``result``.  An existing file with the same header is
-    resumed (its rows replayed), also with more ``--rsb-rules`` than it was made with (the new
-    rules are added: rule k's solves do not depend on the number of rules); one with another
-    header is refused, not overwritten."""
+    resumed (its rows replayed), also with more ``--rsb-rules`` or ``--rsb-profile-skips`` than
+    it was made with (``_GROWS``); one with another header is refused, not overwritten."""
 
     def __init__(self, path: Path, header: dict):
         from ..runs.files import read_json
@@ -96,9 +119,8 @@ class RunFile:
         if self.path.exists():
             data = read_json(self.path, "out")
             old = data.get("header")
-            if (isinstance(old, dict) and isinstance(old.get("rsb"), dict)
-                    and old["rsb"].get("rules", math.inf) <= self.header["rsb"]["rules"]):
-                old = {**old, "rsb": {**old["rsb"], "rules": self.header["rsb"]["rules"]}}
+            if isinstance(old, dict) and isinstance(old.get("rsb"), dict):
+                old = {**old, "rsb": _grown(old["rsb"], self.header["rsb"])}
             if old != self.header:
                 raise ParameterError("out", f"{self.path} holds a run with other parameters "
                                             f"({data.get('header')}); give another --out or "

@@ -14,7 +14,8 @@ On each scrambled Sobol rule of ``2^log2n`` outer points, after the RS fixed poi
    :math:`\Sigma/e = -x^2\partial_x\Phi/|\Phi|` (the complexity relative to the energy) changes
    sign from + to -.  A step that stalls or falls onto :math:`q_0 = q_1` is halved in log x
    (up to ``PROFILE_HALVINGS`` times) from the last good point, and the profile goes on from
-   there.
+   there; with ``profile_skips`` a grid x that still stalls is skipped, and the next one is
+   tried from the last good point (Newton's stalls there are sporadic in x).
 3. **Stationary x.** All six equations, x free, by Newton from the linear interpolation of the
    two points around the sign change; if Newton wanders off (Sigma/e is rough on a small rule),
    the bracket is bisected ``BISECTIONS`` times in log x by fixed-x solves and Newton starts
@@ -115,6 +116,10 @@ class RSBSettings:
     #: measure (:class:`~symattn.numerics.one_step_rsb.InnerRule`; the tilt moves its mode by
     #: about x sqrt(q1 - q0) times the norm of f, in inner standard deviations); None: never
     recentre_from: float | None = None
+    #: grid x of the profile that may be skipped after their halvings stall too (0: the
+    #: profile ends at the first; at the semantic alpha_l, 2^24 band, rule 1 stalls at
+    #: x = 198000 and 227951 and converges at 212000 and 245000, each from the last good point)
+    profile_skips: int = 0
 
     def __post_init__(self):
         from ..model.checks import check_int, check_number
@@ -139,6 +144,7 @@ class RSBSettings:
             check_int("rsb-split", self.split, 2, 48)
         if self.recentre_from is not None:
             check_number("rsb-recentre-from", self.recentre_from, 0.0, None, lo_open=True)
+        check_int("rsb-profile-skips", self.profile_skips, 0, 64)
         xs = tuple(float(v) for v in self.xs)
         if not xs or any(not (b > a) for a, b in zip((self.x_ref, *xs), xs)):
             from ..model.checks import ParameterError
@@ -160,6 +166,8 @@ class RSBSettings:
         for name in ("split", "recentre_from"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
+        if self.profile_skips:
+            out["profile_skips"] = self.profile_skips
         return out
 
 
@@ -304,7 +312,12 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
         done.append(row)
         return row
 
+    skipped = []
+
     def result(status, why, **kw):
+        if skipped:
+            why = "; ".join(filter(None, (why, "the profile skipped x = " + ", ".join(
+                f"{v:g}" for v in skipped) + " (stalled)")))
         return RuleRSB(seed, status, why, rs=rs, rows=done, **kw)
 
     tries = []
@@ -342,6 +355,14 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
                 # the last good point, then this x again from there
                 pending.insert(0, math.sqrt(profile[-1]["x"] * x))
                 halvings += 1
+                continue
+            # drop this grid step (and its halving points); the next grid x from the last
+            # good point
+            while pending and pending.pop(0) not in s.xs:
+                pass
+            if len(skipped) < s.profile_skips and pending:
+                skipped.append(x)
+                halvings = 0
                 continue
             last = profile[-1]["x"]
             what = "went to q_0 = q_1" if row["converged"] else f"failed: {row['message']}"
