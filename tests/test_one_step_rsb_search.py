@@ -292,6 +292,42 @@ def test_a_secant_step_that_fails_ends_in_interpolation(fake, monkeypatch):
                and "405.3" in r.why for r in est.per_rule)
 
 
+def test_with_profile_skips_a_stalled_secant_step_is_stepped_over(fake, monkeypatch):
+    # Sigma/e is linear: after the bisections ([348.72, 405.36]) regula falsi lands on X0 = 400,
+    # where the first fixed-x solve stalls (once: at the semantic alpha_l which x stalls changes
+    # with the arithmetic). Without skips the rule is interpolated; with one, the log-midpoint
+    # of the longer side of 400 in the bracket, sqrt(348.72 * 400) = 373.5, is solved
+    # (Sigma/e > 0, the new lower end), and regula falsi lands on 400 again, which converges
+    from dataclasses import replace
+    f = fake(newton=False)
+    seen = []
+
+    def once(z):
+        if 399.0 < z[5] < 401.0 and not seen:
+            seen.append(z[5])
+            return True
+        return False
+
+    monkeypatch.setattr(f, "_stalls", once)
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, replace(SETTINGS, rules=1))
+    assert est.per_rule[0].status == "interpolated"
+    assert "the secant in x stopped at step 1" in est.per_rule[0].why
+    seen.clear()
+    f.calls.clear()
+    rows = []
+    skip = replace(SETTINGS, rules=1, profile_skips=1)
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, skip, save=rows.append)
+    rule = est.per_rule[0]
+    assert rule.status == "stationary" and "the secant stepped over x = 400 (stalled)" in rule.why
+    assert "secant" in rule.point["message"] and rule.x_star == pytest.approx(X0)
+    secant = [x for hold, x in f.calls[10:] if hold]
+    assert secant == pytest.approx([X0, math.sqrt(348.72 * X0), X0], abs=0.05)
+    # replayed without a solve
+    n = len(f.calls)
+    assert one_step_rsb_estimate(ModelParams(), "positional", 1.0, skip,
+                                 rows=rows).shifts == est.shifts and len(f.calls) == n
+
+
 def test_newton_from_a_narrowed_bracket(fake):
     # Sigma/e = S0 (1 - (x/X0)^2): the interpolation of [300, 1000] starts Newton at 354, out
     # of its reach (30); the bisections narrow the bracket to [348.7, 405.3], whose

@@ -63,9 +63,11 @@ def add_rsb_options(p) -> None:
                         "on a smooth integrand, e.g. N = 16); default: the --rsb-fine rule")
     g.add_argument("--rsb-profile-skips", dest="rsb_profile_skips", default=None,
                    type=int_arg("rsb-profile-skips", 0, 64),
-                   help="grid x of the profile that may be skipped where Newton still stalls "
-                        "after halving the step (the next x is tried from the last good point; "
-                        "default 0: the profile ends there)")
+                   help="fixed-x solves that may stall and be stepped over, in all: a grid x "
+                        "of the profile where Newton still stalls after halving the step (the "
+                        "next x is tried from the last good point), a step of the secant in x "
+                        "(another x in the bracket is tried); default 0: the profile ends "
+                        "there, the secant stops")
     g.add_argument("--rsb-recentre-from", dest="rsb_recentre_from", default=None,
                    type=float_arg("rsb-recentre-from", 0.0, None, lo_open=True),
                    help="from this Parisi x on, place the inner rules on the tilted inner "

@@ -23,6 +23,8 @@ On each scrambled Sobol rule of ``2^log2n`` outer points, after the RS fixed poi
    the fixed-x solutions, by regula falsi (Illinois) on the bracket, until
    :math:`|\Sigma/e| \le` ``SIGMA_TOL`` (at most ``SECANT_STEPS`` fixed-x solves): a point
    that solves the five equations to ``tol`` and the x equation to ``SIGMA_TOL`` is stationary.
+   With ``profile_skips`` (one budget with the profile's) a secant step that stalls is
+   replaced by the log-midpoint of the longer side of the stalled x in the bracket.
 
 The shifts from the reference are paired on the rule (alone, 2^10 outer points put RS's
 :math:`\theta` 3 % off; the pairing cancels that to the size of the effect).  The training loss
@@ -116,9 +118,12 @@ class RSBSettings:
     #: measure (:class:`~symattn.numerics.one_step_rsb.InnerRule`; the tilt moves its mode by
     #: about x sqrt(q1 - q0) times the norm of f, in inner standard deviations); None: never
     recentre_from: float | None = None
-    #: grid x of the profile that may be skipped after their halvings stall too (0: the
-    #: profile ends at the first; at the semantic alpha_l, 2^24 band, rule 1 stalls at
-    #: x = 198000 and 227951 and converges at 212000 and 245000, each from the last good point)
+    #: fixed-x solves that may stall and be stepped over, in all: a grid x of the profile
+    #: after its halvings stall too (the next grid x is tried from the last good point), and a
+    #: step of the secant in x (the log-midpoint of the longer side of the stalled x is tried
+    #: instead). 0: the profile ends at the first such x, and the secant stops. At the semantic
+    #: alpha_l, 2^24 band, rule 1 stalls at x = 198000 and 227951 and converges at 212000 and
+    #: 245000, each from the last good point
     profile_skips: int = 0
 
     def __post_init__(self):
@@ -312,12 +317,13 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
         done.append(row)
         return row
 
-    skipped = []
+    skipped, stepped = [], []       # stalled x: of the profile, of the secant (one budget)
 
     def result(status, why, **kw):
-        if skipped:
-            why = "; ".join(filter(None, (why, "the profile skipped x = " + ", ".join(
-                f"{v:g}" for v in skipped) + " (stalled)")))
+        for xs, what in ((skipped, "the profile skipped"), (stepped, "the secant stepped over")):
+            if xs:
+                why = "; ".join(filter(None, (why, f"{what} x = " + ", ".join(
+                    f"{v:g}" for v in xs) + " (stalled)")))
         return RuleRSB(seed, status, why, rs=rs, rows=done, **kw)
 
     tries = []
@@ -360,7 +366,7 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
             # good point
             while pending and pending.pop(0) not in s.xs:
                 pass
-            if len(skipped) < s.profile_skips and pending:
+            if len(skipped) + len(stepped) < s.profile_skips and pending:
                 skipped.append(x)
                 halvings = 0
                 continue
@@ -423,19 +429,31 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
     # (Illinois), each point solved to tol in the five others (the x equation's rounding,
     # 2e-9, is below SIGMA_TOL; the six-equation Newton can stall above it). Illinois halves
     # the value kept at an end only when that end is kept twice running.
-    halved, last, i = [0, 0], None, 0
+    halved, last, i, stalled = [0, 0], None, 0, None
     while i < SECANT_STEPS:
-        fl = lo["sigma_over_e"] / 2 ** halved[0]
-        fh = hi["sigma_over_e"] / 2 ** halved[1]
-        t = fl / (fl - fh)
+        if stalled is None:
+            fl = lo["sigma_over_e"] / 2 ** halved[0]
+            fh = hi["sigma_over_e"] / 2 ** halved[1]
+            t = fl / (fl - fh)
+        else:
+            # the last step stalled (at a point, not for want of one: which x stalls changes
+            # with the last bits of the arithmetic): the log-midpoint of the longer side of it
+            lx, sx, hx = (math.log(v) for v in (lo["x"], stalled, hi["x"]))
+            x = math.exp((lx + sx) / 2 if sx - lx > hx - sx else (sx + hx) / 2)
+            t = (x - lo["x"]) / (hi["x"] - lo["x"])
         z = [u + t * (v - u) for u, v in zip(lo["z"], hi["z"])]
         # keyed by the x solved at: a resumed run replays a row only where it lands again
         row = solve(("secant", i, z[5]), z)
         i += 1
         if not (usable(row) and lo["x"] < row["x"] < hi["x"]):
+            if not row["converged"] and len(skipped) + len(stepped) < s.profile_skips:
+                stepped.append(row["x"])
+                stalled = row["x"]
+                continue
             newton += (f"; the secant in x stopped at step {i}: "
                        + ("went to q_0 = q_1" if row["converged"] else row["message"]))
             break
+        stalled = None
         if abs(row["sigma_over_e"]) <= max(SIGMA_TOL, s.tol):
             pt = {**row, "residual": max(row["residual"], abs(row["sigma_over_e"])),
                   "message": f"converged (the x equation by a secant in x on fixed-x solves, "
