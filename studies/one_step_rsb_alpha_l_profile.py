@@ -14,8 +14,8 @@ stalls at every x it tries beyond (227951, 300000).  This study
    Gauss-Hermite rule on every rough node, recentred on the tilted measure like the coarse
    one): the split rule is drawn for the untilted inner Gaussian;
 4. for the run on the fine x grid with ``--rsb-profile-skips 4`` (``--fine-run``), the same
-   paired shifts along each rule's profile, and the alpha_l shifts at the two converged profile
-   points around the sign change of Sigma/e: the interval the interpolated x* lies in.
+   paired shifts along each rule's fixed-x solves, and the alpha_l shifts at the two converged
+   ones around the last sign change of Sigma/e: the interval the interpolated x* lies in.
 
 Writes studies/data/one_step_rsb_alpha_l_profile.json.  Rerun:
 ``python studies/one_step_rsb_alpha_l_profile.py`` (4 to 15 minutes on one core: part 2 stops
@@ -45,8 +45,10 @@ XS = (185000.0, 198000.0, 212000.0, 227951.0)
 
 
 def profile_shifts(rows, params, slope):
-    """Per converged reference/profile row of the rule: x, D, Sigma/e and the paired shifts."""
-    rows = sorted((r for r in rows if r["converged"] and r["key"][0] in ("ref", "profile")),
+    """Per converged fixed-x row of the rule (the reference, the profile, the bisections and
+    the secant's steps), by x: x, D, Sigma/e and the paired shifts."""
+    rows = sorted((r for r in rows if r["converged"]
+                   and r["key"][0] in ("ref", "profile", "bisect", "secant")),
                   key=lambda r: r["x"])
     ref = rows[0]
 

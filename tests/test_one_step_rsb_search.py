@@ -274,6 +274,7 @@ def test_where_no_x_solves_the_x_equation_the_values_are_interpolated_and_say_so
     f = fake(newton=False, jump=True)
     est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS)
     assert est.status == "interpolated" and not est.converged
+    assert est.note.endswith("stationary x or one interpolated in its bracket")
     assert all("no step lowers" in r.why and "did not reach" in r.why for r in est.per_rule)
     assert len(f.calls) == 2 * (10 + SECANT_STEPS)
     secant = [z for h, z in f.calls[10:10 + SECANT_STEPS]]

@@ -589,7 +589,9 @@ def one_step_rsb_estimate(params, branch: str, alpha: float,
         status, used = "reduces to RS", []
     else:
         status, used = "not resolved", []
-    note = f"rules: {tally}" + ("; means over the rules with a stationary x" if used else "")
+    note = f"rules: {tally}" + (
+        "" if not used else "; means over the rules with a stationary x"
+        + (" or one interpolated in its bracket" if status == "interpolated" else ""))
     shifts = {}
     if used:
         shifts = {k: mean_se([r.shifts[k] for r in used]) for k in SHIFTS}
