@@ -209,6 +209,31 @@ def test_with_band_points_a_band_the_base_rule_already_holds_is_not_used(monkeyp
     assert rule_channel(ModelParams(), "semantic", 1.5, 0, replace(s, band_points=None))[3]
 
 
+def test_an_unused_band_says_why(fake, monkeypatch):
+    # 2831 band points of 2^18 for 2^10 base points: the base rule holds 11.1 on average
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from symattn.numerics import one_step_rsb_search
+    from symattn.numerics.one_step_rsb_search import rule_one_step_rsb
+    fake()
+    band = SimpleNamespace(n_band=2831, D_pred=1e-3, D_band=4e-3, dense_log2n=18,
+                           as_dict=lambda: {})
+    real = one_step_rsb_search.rule_channel
+
+    def channel(params, branch, alpha, seed, settings):
+        # the plain rule's channel and RS point, and the band the dense rule would have given
+        plain = replace(settings, band_log2n=None, band_points=None)
+        ch, fp, _, _ = real(params, branch, alpha, seed, plain)
+        return ch, fp, band, False
+
+    monkeypatch.setattr(one_step_rsb_search, "rule_channel", channel)
+    said = []
+    s = replace(SETTINGS, log2n=10, band_log2n=24, band_points=256)
+    rule_one_step_rsb(ModelParams(), "positional", 1.0, 0, s, progress=said.append)
+    assert "not used (the plain rule holds 11.1 of them on average)" in said[0], said[0]
+
+
 def test_band_points_needs_a_band():
     from symattn.model.params import ParameterError
     with pytest.raises(ParameterError, match="rsb-band-points"):

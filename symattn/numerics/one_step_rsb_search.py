@@ -230,7 +230,8 @@ def rule_channel(params, branch: str, alpha: float, seed: int, settings: RSBSett
     ``(channel, fp, band, used)``; with ``settings.band_log2n`` the jump band
     (:func:`~symattn.numerics.jump_band.jump_band_rule`, drawn at the plain rule's RS point,
     then RS again on the banded rule) and whether it is used: not with too many points (the
-    jump set is heavy enough for the plain rule) or none (D* = 0: nothing to band)."""
+    jump set is heavy enough for the plain rule), none (D* = 0: nothing to band) or, with
+    ``band_points``, where the plain rule holds ``BAND_BASE_ENOUGH`` of them on average."""
     from .branches import solve_branch
     from .channel import OutputChannel
     from .jump_band import jump_band_rule
@@ -279,10 +280,13 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
     coarse_far, fine_far = InnerRule(s.coarse, recentre=True), InnerRule(s.fine, recentre=True)
     ch, fp, band, used = rule_channel(params, branch, alpha, seed, s)
     if band is not None and progress:
+        base = band.n_band * 2.0 ** (s.log2n - band.dense_log2n)
+        why = ("no point in it" if band.n_band == 0 or band.D_pred <= 0 else
+               f"more than {s.band_max} points" if band.n_band > s.band_max else
+               f"the plain rule holds {base:.1f} of them on average")
         progress(f"rule {seed}: jump band of {band.n_band} points of 2^{band.dense_log2n} "
                  f"for D = {band.D_band:.2e} ({s.band_factor:g} x the small-D theory's)"
-                 + ("" if used else ": not used (more than "
-                    f"{s.band_max} points, or none), the plain rule instead"))
+                 + ("" if used else f": not used ({why}), the plain rule instead"))
     rs = {"q": fp.q, "m": fp.m, "theta": fp.theta, "V": fp.V, "eps_t": fp.eps_t}
     if band is not None:
         rs["band"] = {**band.as_dict(), "used": used}
