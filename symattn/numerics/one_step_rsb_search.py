@@ -122,8 +122,9 @@ class RSBSettings:
     #: after its halvings stall too (the next grid x is tried from the last good point), and a
     #: step of the secant in x (the log-midpoint of the longer side of the stalled x is tried
     #: instead). 0: the profile ends at the first such x, and the secant stops. At the semantic
-    #: alpha_l, 2^24 band, rule 1 stalls at x = 198000 and 227951 and converges at 212000 and
-    #: 245000, each from the last good point
+    #: alpha_l, 2^24 band (studies/data/one_step_rsb_cli), rule 1's profile stalls at
+    #: x = 209235 and 220000 and converges at 198997 and 227463; which x stall changes with the
+    #: last bits of the arithmetic
     profile_skips: int = 0
 
     def __post_init__(self):
