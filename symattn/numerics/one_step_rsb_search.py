@@ -66,8 +66,9 @@ BAND_BASE_ENOUGH = 4.0
 
 #: with a jump band: q_RS - q_0 of the starts, in units of the small-D theory's D* (the band
 #: is drawn for D near it; far above, the map is the plain rule's again). The third: at the
-#: semantic alpha_l (2^24 band) rule 0 stalls from D* and 3D* within 2 % of the point that
-#: Newton reaches from 6D* (D = 1.4 D*), with residuals 4e-5 and 7e-5
+#: semantic alpha_l (2^24 band) rule 0 stalls from D* and 3D* (residuals 4e-5 and 7e-5) within
+#: 2 % of the point a scratch solve reached from 6D* (D = 1.4 D*); from the search's own 6D*
+#: start (q_0/q_RS rounded to 9 digits) it stalls too, at 4e-6 (the alpha_l run files)
 BAND_STARTS = (1.0, 3.0, 6.0)
 
 #: how many times a profile step that stalled or fell onto q_0 = q_1 is halved (in log x)
