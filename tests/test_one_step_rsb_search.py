@@ -354,6 +354,32 @@ def test_with_profile_skips_a_stalled_secant_step_is_stepped_over(fake, monkeypa
                                  rows=rows).shifts == est.shifts and len(f.calls) == n
 
 
+def test_a_point_solved_only_at_a_coarser_width_neither_ends_a_profile_nor_solves_x(
+        fake, monkeypatch):
+    # the solver returns a point that converged only at the coarser smoothing width (1e-4) at
+    # x = 1000 (profile) and near X0 (the secant): on another map, so it may not end the
+    # profile (the step is halved to 547.7 instead, a 1e-5 point past X0) nor be taken as the
+    # root of the x equation (the rule is interpolated, and says why)
+    from dataclasses import replace as dc_replace
+    f = fake(newton=False)
+
+    def solver(channel, alpha, z0, **kw):
+        pt = f(channel, alpha, z0, **kw)
+        x = float(z0[5])
+        if kw["hold_x"] and (x == 1000.0 or 399.0 < x < 401.0):
+            pt = dc_replace(pt, eps=1e-4)
+        return pt
+
+    monkeypatch.setattr(one_step_rsb, "solve_ladder", solver)
+    from dataclasses import replace
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, replace(SETTINGS, rules=1))
+    rule = est.per_rule[0]
+    fixed = [x for hold, x in f.calls if hold]
+    assert fixed[4:6] == pytest.approx([1000.0, math.sqrt(300 * 1000)])
+    assert rule.status == "interpolated"
+    assert "stopped at step 1: solved only at smoothing width 0.0001" in rule.why
+
+
 def test_newton_from_a_narrowed_bracket(fake):
     # Sigma/e = S0 (1 - (x/X0)^2): the interpolation of [300, 1000] starts Newton at 354, out
     # of its reach (30); the bisections narrow the bracket to [348.7, 405.3], whose

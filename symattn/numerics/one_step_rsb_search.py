@@ -187,6 +187,14 @@ def _usable(row, floor: float | None = None) -> bool:
     return row["converged"] and not _collapsed(row, floor)
 
 
+def _what(row, finest: bool, failed: str = "") -> str:
+    """Why a fixed-x solve is of no use: only solved at a coarser smoothing width, gone to
+    q_0 = q_1, or its solver's message."""
+    if row["converged"]:
+        return "went to q_0 = q_1" if finest else f"solved only at smoothing width {row['eps']:g}"
+    return failed + row["message"]
+
+
 def envelope_shift(profile: list, x_star: float | None = None) -> float:
     r""":math:`\varepsilon_t(x) - \varepsilon_t(x_{\rm ref})` from the x equation: the trapezoid
     rule over ``profile`` (rows with ``x``, ``eps_t``, ``sigma_over_e``, ascending, the first at
@@ -302,6 +310,12 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
     def usable(row):
         return _usable(row, floor)
 
+    def finest(row):
+        # solved at the finest smoothing width: only such a point may end a profile, bound a
+        # bracket or solve the x equation (at the semantic alpha_l a point solved only at 1e-4
+        # had Sigma/e = -6e-9 at x = 1000, where the 1e-5 solves change sign near 2e5)
+        return row.get("eps", s.eps_stages[-1]) <= s.eps_stages[-1]
+
     def solve(key, z, hold_x=True, eps_stages=s.eps_stages):
         if tuple(key) in stored:
             row = stored[tuple(key)]
@@ -361,7 +375,7 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
         # a resumed run replays each solve in order
         row = solve(("profile", x) if x not in tried else ("profile", x, profile[-1]["x"]), z)
         tried.add(x)
-        if not usable(row):
+        if not usable(row) or (row["sigma_over_e"] <= 0 and not finest(row)):
             if halvings < PROFILE_HALVINGS:
                 # a long step in x stalled or fell onto q0 = q1: try halfway (in log x) from
                 # the last good point, then this x again from there
@@ -377,7 +391,7 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
                 halvings = 0
                 continue
             last = profile[-1]["x"]
-            what = "went to q_0 = q_1" if row["converged"] else f"failed: {row['message']}"
+            what = _what(row, finest(row), "failed: ")
             return result("no sign change", f"no change of sign of Sigma/e from + to - up to "
                                             f"x = {last:g}; at x = {x:g} the solve {what}",
                           ref=ref, point=profile[-1],
@@ -415,7 +429,7 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
             z, _ = start(lo, hi)
             z[5] = math.sqrt(lo["x"] * hi["x"])
             mid = solve(("bisect", i), z)
-            if not usable(mid):
+            if not (usable(mid) and finest(mid)):
                 break
             if mid["sigma_over_e"] > 0:
                 lo = mid
@@ -451,13 +465,13 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
         # keyed by the x solved at: a resumed run replays a row only where it lands again
         row = solve(("secant", i, z[5]), z)
         i += 1
-        if not (usable(row) and lo["x"] < row["x"] < hi["x"]):
-            if not row["converged"] and len(skipped) + len(stepped) < s.profile_skips:
+        if not (usable(row) and finest(row) and lo["x"] < row["x"] < hi["x"]):
+            coarse = row["converged"] and not finest(row)
+            if (coarse or not row["converged"]) and len(skipped) + len(stepped) < s.profile_skips:
                 stepped.append(row["x"])
                 stalled = row["x"]
                 continue
-            newton += (f"; the secant in x stopped at step {i}: "
-                       + ("went to q_0 = q_1" if row["converged"] else row["message"]))
+            newton += (f"; the secant in x stopped at step {i}: " + _what(row, finest(row)))
             break
         stalled = None
         if abs(row["sigma_over_e"]) <= max(SIGMA_TOL, s.tol):
