@@ -56,10 +56,14 @@ def profile_shifts(rows, params, slope):
         return generalisation_error(params, r["q1"], r["m"], r["theta"], coarse=0)[0]
 
     g0 = eps_g(ref)
-    return [{"x": r["x"], "D": r["q1"] - r["q0"], "sigma_over_e": r["sigma_over_e"],
-             "d_q1": r["q1"] - ref["q1"], "d_theta": r["theta"] - ref["theta"],
-             "d_V": r["V"] - ref["V"], "d_eps_t": r["eps_t"] - ref["eps_t"],
-             "d_eps_g": eps_g(r) - g0, "d_alpha_l": -(eps_g(r) - g0) / slope} for r in rows]
+    out = []
+    for r in rows:
+        d_eps_g = eps_g(r) - g0
+        out.append({"x": r["x"], "D": r["q1"] - r["q0"], "sigma_over_e": r["sigma_over_e"],
+                    "d_q1": r["q1"] - ref["q1"], "d_theta": r["theta"] - ref["theta"],
+                    "d_V": r["V"] - ref["V"], "d_eps_t": r["eps_t"] - ref["eps_t"],
+                    "d_eps_g": d_eps_g, "d_alpha_l": -d_eps_g / slope})
+    return out
 
 
 def bracket(along):

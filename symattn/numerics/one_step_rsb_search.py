@@ -24,7 +24,10 @@ On each scrambled Sobol rule of ``2^log2n`` outer points, after the RS fixed poi
    :math:`|\Sigma/e| \le` ``SIGMA_TOL`` (at most ``SECANT_STEPS`` fixed-x solves): a point
    that solves the five equations to ``tol`` and the x equation to ``SIGMA_TOL`` is stationary.
    With ``profile_skips`` (one budget with the profile's) a secant step that stalls is
-   replaced by the log-midpoint of the longer side of the stalled x in the bracket.
+   replaced by the log-midpoint of the longer side of the stalled x in the bracket.  A point
+   that converged only at a coarser smoothing width than the last of ``eps_stages`` solves
+   another map: it counts as stalled where it would end the profile, bound a bracket or solve
+   the x equation.
 
 The shifts from the reference are paired on the rule (alone, 2^10 outer points put RS's
 :math:`\theta` 3 % off; the pairing cancels that to the size of the effect).  The training loss
