@@ -183,3 +183,59 @@ def test_x_equation_in_high_precision_matches_a_double_evaluation_where_nothing_
                        params.lam))
     got = res[5] * abs(phi) / x**2
     assert abs(got - want) <= 1e-8 * abs(want), (got, want)
+
+
+
+class _SteepInD:
+    r"""A stand-in 1RSB map (hold ``x``, pin ``m``) shaped like the banded rule's near RS: in
+    :math:`D = q_1 - q_0` it goes like :math:`\sqrt D` plus a staircase of smoothed steps (the
+    band nodes' tie blends switching as :math:`D` moves; 400 steps of width 2e-11 at
+    uniform places in [D*/2, 2D*]), in the common level :math:`s = (q_0+q_1)/2`,
+    :math:`\theta`, :math:`V` linearly.  Its root: ``s = 0.5``, ``theta = 0.2``, ``V = 1`` and
+    :math:`\sqrt D - \sqrt{D^*} + g(D) = 0` (:meth:`root_d`)."""
+
+    alpha, pin = 1.5, "m"
+    s_star, d_star, th_star, v_star = 0.5, 1e-8, 0.2, 1.0
+
+    def __init__(self, seed):
+        self.steps = np.random.default_rng(seed).uniform(0.5e-8, 2e-8, 400)
+
+    def stairs(self, d):
+        from scipy.special import expit
+        return 1e-5 * expit((d - self.steps) / 2e-11).mean()
+
+    def root_d(self):
+        from scipy.optimize import brentq
+        return brentq(lambda d: np.sqrt(d) - np.sqrt(self.d_star) + self.stairs(d),
+                      1e-10, 1e-7, xtol=1e-22)
+
+    def evaluate(self, z, warm=False):
+        q0_, q1_, _, th, v, _ = z
+        if not q1_ - q0_ > 0:
+            from symattn.numerics.channel import InvalidOrderParameters
+            raise InvalidOrderParameters("q1 <= q0")
+        s = (q0_ + q1_) / 2 - self.s_star
+        u = np.sqrt(q1_ - q0_) - np.sqrt(self.d_star) + self.stairs(q1_ - q0_)
+        dt, dv = th - self.th_star, v - self.v_star
+        res = np.array([s + u, s + 2 * u - dt, 0.0, dt + 0.5 * dv, dv + 0.1 * s, 0.0])
+        return res, np.zeros(5), -1.0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_newton_steps_in_the_common_level_and_the_gap_apart(seed):
+    """The Jacobian's columns move q0 and q1 together and q1 - q0 alone: from a common level
+    50 D off it converges to the root in a few steps.  With columns in q0 and q1 apart (each a
+    step of 1e-3 D) their sum, the common slope of order one, is the difference of two slopes
+    near 5000 that the staircase makes uneven on that step: Newton stalled at 1e-6 on seeds
+    0, 2, 3 (7 of seeds 0-7), as it stalled on the semantic alpha = 1.5 band rule."""
+    from symattn.numerics.one_step_rsb import solve_one_step_rsb
+    fmap = _SteepInD(seed)
+    z0 = [0.5 + 5e-7 - 0.55e-8, 0.5 + 5e-7 + 0.55e-8, 0.0, 0.2, 1.0, 1e5]
+    pt = solve_one_step_rsb(fmap, z0, hold_x=True, tol=1e-12, max_iter=10)
+    assert pt.converged, pt.message
+    assert pt.iterations <= 6
+    # the root (D by bisection on the scalar equation), to 10 x the residual's tolerance
+    # over slopes of order one; in D, the slope of sqrt(D) is 5000
+    assert abs(pt.z[0] + pt.z[1] - 1.0) < 1e-11
+    assert abs(pt.z[1] - pt.z[0] - fmap.root_d()) < 1e-14
+    assert abs(pt.z[3] - 0.2) < 1e-11 and abs(pt.z[4] - 1.0) < 1e-11

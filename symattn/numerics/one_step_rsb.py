@@ -501,8 +501,23 @@ class OneStepRSBMap:
         return res, hats, phi
 
 
-#: the Jacobian's step in q0 and q1 is at most this share of q1 - q0
+#: the Jacobian's step in q1 - q0 is at most this share of it
 JAC_SHARE = 1e-3
+
+
+def _jacobian_basis(free) -> np.ndarray:
+    r"""The directions of :func:`solve_one_step_rsb`'s finite-difference columns, in the free
+    coordinates (``free``: indices into ``(q0, q1, m, theta, V, x)``, starting ``0, 1``): the
+    first moves :math:`q_0` and :math:`q_1` together, the second :math:`q_1` alone (so
+    :math:`q_1 - q_0`), the rest one coordinate each.  The map varies on the scale of
+    :math:`q_1 - q_0` along the second and of the order parameters along the first; with
+    columns in :math:`q_0` and :math:`q_1` apart, each steps by a share of :math:`q_1 - q_0`
+    and their sum, the common mode, is the difference of two large slopes (at the semantic
+    :math:`\alpha = 1.5`, :math:`x = 2.6\times10^5`, :math:`q_1 - q_0 = 5.6\times10^{-8}`,
+    Newton's steps move both by :math:`3\times10^{-7}` and stalled at residual 1e-6)."""
+    B = np.eye(len(free))
+    B[1, 0] = 1.0
+    return B
 
 
 def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: int = 40,
@@ -530,16 +545,21 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
         if r <= tol:
             return OneStepRSBPoint(fmap.alpha, z, hats, -phi, r, True, it - 1, "converged",
                                    sigma_over_e=float(-res[5]))
+        # the columns along the basis B: q0 and q1 together (the map varies on the scale of
+        # the order parameters there) and q1 alone, i.e. q1 - q0 (it varies on the scale of
+        # q1 - q0 there), then the others; the step solves in B and maps back
+        B = _jacobian_basis(free)
         J = np.full((len(free), len(free)), np.nan)
-        for c, k in enumerate(free):
+        for c in range(len(free)):
+            k = free[c]
             h = step * max(1.0, abs(z[k]))
-            if k < 2:
-                # q0, q1: a step well inside q1 - q0 (the map varies on that scale; at the
-                # semantic alpha_c q1 - q0 ~ 1e-5, where 1e-6 misses the derivative by 15%)
+            if k == 1:
+                # q1 - q0: a step well inside it (at the semantic alpha_c q1 - q0 ~ 1e-5,
+                # where 1e-6 misses the derivative by 15%)
                 h = min(h, JAC_SHARE * (z[1] - z[0]))
             for hs in (h, -h):      # backwards where the forward step leaves the domain
                 zp = z.copy()
-                zp[k] += hs
+                zp[free] += hs * B[:, c]
                 try:
                     J[:, c] = (fmap.evaluate(zp, warm=True)[0][free] - res[free]) / hs
                     break
@@ -549,7 +569,7 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
             msg = "the Jacobian's steps leave the domain on both sides (q_1 - q_0 -> 0?)"
             break
         try:
-            dz = np.linalg.solve(J, -res[free])
+            dz = B @ np.linalg.solve(J, -res[free])
         except np.linalg.LinAlgError:
             msg = "singular Jacobian"
             break
