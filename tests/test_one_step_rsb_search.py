@@ -33,7 +33,7 @@ class Fake:
                  reach=None, jump=False, gap=GAP):
         self.collapse, self.sign, self.newton, self.calls = collapse, sign, newton, []
         self.stall, self.curved, self.reach, self.jump = stall, curved, reach, jump
-        self.gap, self.starts = gap, []
+        self.gap, self.starts, self.eps = gap, [], []
 
     def _stalls(self, z):
         return self.stall is not None and z[0] / z[1] > self.stall
@@ -42,6 +42,7 @@ class Fake:
         z = [float(v) for v in z0]
         self.calls.append((hold_x, z[5]))
         self.starts.append(list(z))
+        self.eps.append(tuple(kw.get("eps_stages", (1e-5,))))
         if not hold_x:
             # Newton converges (to X0) if it may, and if it starts within ``reach`` of X0
             far = self.reach is not None and abs(z[5] - X0) > self.reach
@@ -63,7 +64,7 @@ class Fake:
         if self.jump:
             s = math.copysign(S0, s)
         return OneStepRSBPoint(alpha, list(z), [0.0] * 5, E0 + C * x, 1e-10 if ok else 0.1, ok,
-                               3, msg, eps=1e-5, sigma_over_e=0.0 if not ok else s)
+                               3, msg, eps=self.eps[-1][-1], sigma_over_e=0.0 if not ok else s)
 
 
 @pytest.fixture
@@ -415,6 +416,11 @@ def test_resume_replays_without_solving(fake):
       "--rsb-split", "1"], "rsb-split"),
     (["fixed-point", "--branch", "positional", "--alpha", "1", "--rsb-recentre-from", "1e4"],
      "rsb"),
+    (["fixed-point", "--branch", "positional", "--alpha", "1", "--rsb", "1",
+      "--rsb-eps", "1e-5,1e-4"], "rsb-eps"),
+    (["fixed-point", "--branch", "positional", "--alpha", "1", "--rsb", "1",
+      "--rsb-eps", "0.1"], "rsb-eps"),
+    (["fixed-point", "--branch", "positional", "--alpha", "1", "--rsb-eps", "1e-7"], "rsb"),
     (["thresholds", "--rsb-rules", "1"], "rsb"),
     (["thresholds", "--rsb-rules", "1", "--L", "3", "--A", "1,0,0,0,1,0,0,0,1"], "rsb"),
     (["thresholds", "--rsb", "1", "--precision", "high", "--second-route-alpha-l"], "rsb"),
@@ -469,6 +475,24 @@ def test_cli_fixed_point_saves_and_resumes(fake, tmp_path, capsys):
     assert json.loads(out.read_text())["header"]["rsb"]["profile_skips"] == 2
     capsys.readouterr()
     assert main(three) == 2
+    assert_one_line_error(capsys, "out")
+
+
+def test_cli_smoothing_widths_reach_every_solve_and_the_file(fake, tmp_path, capsys):
+    fake()
+    out = tmp_path / "rsb.json"
+    argv = ["fixed-point", "--branch", "positional", "--alpha", "1", "--rsb", "1",
+            "--rsb-log2n", "8", "--rsb-rules", "2", "--rsb-xs", "30,100,300,1000",
+            "--log2n", "8", "--rules", "2", "--json", "--out", str(out)]
+    f = fake()
+    assert main(argv + ["--rsb-eps", "1e-4,1e-5,1e-7"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "converged"
+    # the fixed-x solves go through the three widths, Newton with x free at the last alone
+    assert {e for (hold, _), e in zip(f.calls, f.eps) if hold} == {(1e-4, 1e-5, 1e-7)}
+    assert {e for (hold, _), e in zip(f.calls, f.eps) if not hold} == {(1e-7,)}
+    assert json.loads(out.read_text())["header"]["rsb"]["eps_stages"] == [1e-4, 1e-5, 1e-7]
+    # the rows were solved at these widths: the file does not resume with others
+    assert main(argv) == 2
     assert_one_line_error(capsys, "out")
 
 

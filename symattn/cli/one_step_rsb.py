@@ -19,7 +19,7 @@ _OPTIONS = (("rsb_log2n", "log2n"), ("rsb_rules", "rules"), ("rsb_coarse", "coar
             ("rsb_fine", "fine"), ("rsb_xs", "xs"), ("rsb_x_ref", "x_ref"),
             ("rsb_band_log2n", "band_log2n"), ("rsb_split", "split"),
             ("rsb_recentre_from", "recentre_from"), ("rsb_band_points", "band_points"),
-            ("rsb_profile_skips", "profile_skips"))
+            ("rsb_profile_skips", "profile_skips"), ("rsb_eps", "eps_stages"))
 
 
 def add_rsb_options(p) -> None:
@@ -68,6 +68,12 @@ def add_rsb_options(p) -> None:
                         "next x is tried from the last good point), a step of the secant in x "
                         "(another x in the bracket is tried); default 0: the profile ends "
                         "there, the secant stops")
+    g.add_argument("--rsb-eps", dest="rsb_eps", default=None,
+                   type=list_arg("rsb-eps", float_arg("eps", 0.0, 1e-2, lo_open=True)),
+                   help="decreasing smoothing widths of near-tied minima, each fixed-x solve "
+                        "started from the last (default 1e-4,1e-5; where q1 - q0 < 1e-6, as on "
+                        "the semantic branch at alpha_l, 1e-5 blends over the whole inner "
+                        "Gaussian: add 1e-7, docs: stability)")
     g.add_argument("--rsb-recentre-from", dest="rsb_recentre_from", default=None,
                    type=float_arg("rsb-recentre-from", 0.0, None, lo_open=True),
                    help="from this Parisi x on, place the inner rules on the tilted inner "
@@ -82,7 +88,8 @@ def rsb_settings(args, tol: float | None = None):
              if getattr(args, dest, None) is not None}
     if args.rsb == 0:
         if given:
-            raise ParameterError("rsb", f"--{'/--'.join(k.replace('_', '-') for k in given)} "
+            names = [dest for dest, field in _OPTIONS if field in given]
+            raise ParameterError("rsb", f"--{'/--'.join(k.replace('_', '-') for k in names)} "
                                         "need --rsb 1")
         return None
     from ..numerics.one_step_rsb_search import RSBSettings
@@ -167,7 +174,8 @@ def run_fixed_point(args, params, settings) -> int:
         run = RunFile(out, header)
         print(f"symattn: 1RSB, {args.branch} branch at alpha = {args.alpha:g}: {rsb.rules} rules "
               f"of 2^{rsb.log2n} outer points, inner {rsb.coarse}^2 / {rsb.fine}^2"
-              + (f" / split 2 x {rsb.split}^2" if rsb.split else "") + "; saved to "
+              + (f" / split 2 x {rsb.split}^2" if rsb.split else "")
+              + ", smoothing " + ", ".join(f"{e:g}" for e in rsb.eps_stages) + "; saved to "
               f"{out}" + (f" (resuming: {len(run.rows)} solves done)" if run.rows else ""),
               file=sys.stderr, flush=True)
         try:

@@ -161,7 +161,13 @@ class RSBSettings:
             raise ParameterError("rsb-xs", f"must be increasing and above x_ref = "
                                            f"{self.x_ref:g}; got {list(xs)}")
         object.__setattr__(self, "xs", xs)
-        object.__setattr__(self, "eps_stages", tuple(float(e) for e in self.eps_stages))
+        eps = tuple(float(e) for e in self.eps_stages)
+        if not eps or any(not 0 < e <= 1e-2 for e in eps) or any(
+                not b < a for a, b in zip(eps, eps[1:])):
+            from ..model.checks import ParameterError
+            raise ParameterError("rsb-eps", f"must be decreasing widths in (0, 0.01]; got "
+                                            f"{list(eps)}")
+        object.__setattr__(self, "eps_stages", eps)
 
     def as_dict(self) -> dict:
         out = {"log2n": self.log2n, "rules": self.rules, "coarse": self.coarse,
