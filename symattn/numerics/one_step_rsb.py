@@ -553,9 +553,9 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
         for c in range(len(free)):
             k = free[c]
             h = step * max(1.0, abs(z[k]))
-            if k == 1:
-                # q1 - q0: a step well inside it (at the semantic alpha_c q1 - q0 ~ 1e-5,
-                # where 1e-6 misses the derivative by 15%)
+            if B[1, c] != B[0, c]:
+                # a column that moves q1 - q0: a step well inside it (at the semantic alpha_c
+                # q1 - q0 ~ 1e-5, where 1e-6 misses the derivative by 15%)
                 h = min(h, JAC_SHARE * (z[1] - z[0]))
             for hs in (h, -h):      # backwards where the forward step leaves the domain
                 zp = z.copy()
