@@ -625,6 +625,7 @@ def solve_ladder(channel, alpha: float, z0, *, pin: str | None, inner=10,
         rough = fmap.rough
         if pt.converged:
             z, best, best_map = pt.z, pt, fmap
+    finest = pt
     if fine is not None and best is not None:
         now = best_map.classify(best.z)
         extra = int(np.sum(now & ~rough))
@@ -637,10 +638,10 @@ def solve_ladder(channel, alpha: float, z0, *, pin: str | None, inner=10,
             redo.message += f" ({extra} nodes became rough on the way: solved again with them)"
             best = redo if redo.converged else None
             pt = redo
-    if best is not None and best is not pt:
+    if best is not None and best.eps != finest.eps:
         # a finer width stalled (minima entering the blend abruptly): the point stands at the
-        # finest width that converged, and says so
-        best.message += f" at smoothing width {best.eps:g}; {pt.message} at {pt.eps:g}"
+        # finest width that converged, and says so (also when solved again on more nodes)
+        best.message += f" at smoothing width {best.eps:g}; {finest.message} at {finest.eps:g}"
     out = best if best is not None else pt
     if fine is not None:
         out.n_rough = int(np.sum((best_map or fmap).rough))
