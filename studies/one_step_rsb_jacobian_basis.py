@@ -1,5 +1,5 @@
 """Why the 1RSB Newton stalled where the jump set is light, and the Jacobian basis that fixed it
-(issue 21; docs/stability.md, 'Newton's Jacobian in q0 + q1 and q1 - q0').
+(issue 21; docs/stability.md, 'Newton's Jacobian along the common level and the gap').
 
 At the semantic alpha = 1.5 with a 2^24 jump band, rule 2's fixed-x solves stalled near the
 solutions (residuals 1e-6 - 1e-5) while their neighbours converged.  The point here is the one

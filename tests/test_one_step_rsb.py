@@ -239,3 +239,30 @@ def test_newton_steps_in_the_common_level_and_the_gap_apart(seed):
     assert abs(pt.z[0] + pt.z[1] - 1.0) < 1e-11
     assert abs(pt.z[1] - pt.z[0] - fmap.root_d()) < 1e-14
     assert abs(pt.z[3] - 0.2) < 1e-11 and abs(pt.z[4] - 1.0) < 1e-11
+
+
+def test_ladder_keeps_the_finer_widths_stall_when_it_solves_again_on_more_nodes(monkeypatch):
+    """A point that converged only at the coarser width and was then solved again because more
+    nodes became rough says both (the message used to keep only the second)."""
+    from symattn.numerics import one_step_rsb as o
+
+    class Map:
+        def __init__(self, channel, alpha, *, eps, rough, **kw):
+            self.eps = eps
+            self.rough = np.array([True, False, False]) if rough is None else rough
+
+        def classify(self, z):
+            return np.array([True, True, False])
+
+    def solve(fmap, z, **kw):
+        ok = fmap.eps >= 1e-4
+        return o.OneStepRSBPoint(1.5, np.array(z, float), np.zeros(5), 1.0, 1e-10 if ok else 1e-3,
+                                 ok, 3, "converged" if ok else "no step lowers the residual 0.001")
+
+    monkeypatch.setattr(o, "OneStepRSBMap", Map)
+    monkeypatch.setattr(o, "solve_one_step_rsb", solve)
+    pt = o.solve_ladder(None, 1.5, [0.1, 0.2, 0.0, 0.3, 1.0, 10.0], pin="m",
+                        fine=o.InnerRule(32), eps_stages=(1e-4, 1e-7))
+    assert pt.converged and pt.eps == 1e-4
+    assert "1 nodes became rough" in pt.message
+    assert "at smoothing width 0.0001; no step lowers the residual 0.001 at 1e-07" in pt.message
