@@ -514,7 +514,8 @@ def _jacobian_basis(free) -> np.ndarray:
     columns in :math:`q_0` and :math:`q_1` apart, each steps by a share of :math:`q_1 - q_0`
     and their sum, the common mode, is the difference of two large slopes (at the semantic
     :math:`\alpha = 1.5`, :math:`x = 2.6\times10^5`, :math:`q_1 - q_0 = 5.6\times10^{-8}`,
-    Newton's steps move both by :math:`3\times10^{-7}` and stalled at residual 1e-6)."""
+    the sum came out between -0.9 and +9 for a common slope of -1.77, and Newton stalled at
+    residual 1e-6: ``studies/one_step_rsb_jacobian_basis.py``)."""
     B = np.eye(len(free))
     B[1, 0] = 1.0
     return B
@@ -545,13 +546,11 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
         if r <= tol:
             return OneStepRSBPoint(fmap.alpha, z, hats, -phi, r, True, it - 1, "converged",
                                    sigma_over_e=float(-res[5]))
-        # the columns along the basis B: q0 and q1 together (the map varies on the scale of
-        # the order parameters there) and q1 alone, i.e. q1 - q0 (it varies on the scale of
-        # q1 - q0 there), then the others; the step solves in B and maps back
+        # the columns along B (q0 + q1 together, q1 - q0, the others one by one); the step
+        # solves in B and maps back
         B = _jacobian_basis(free)
         J = np.full((len(free), len(free)), np.nan)
-        for c in range(len(free)):
-            k = free[c]
+        for c, k in enumerate(free):
             h = step * max(1.0, abs(z[k]))
             if B[1, c] != B[0, c]:
                 # a column that moves q1 - q0: a step well inside it (at the semantic alpha_c
