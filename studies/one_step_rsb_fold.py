@@ -1,0 +1,145 @@
+"""Does the semantic 1RSB solution at alpha = 1.5 fold over in x where the fixed-x solves stall
+(issue 21; docs/stability.md, 'The smoothing width where the gap is tiny')?
+
+With the converged smoothing width (1e-7) rule 0's fixed-x solves converge up to x ~ 2e4 and
+stall beyond (run file ``...-alpha1.5-omega0.3-band24-split16-eps1e-7.json``), while q1 - q0
+shrinks faster and faster along the way.  If the solution branch turns back in x (a fold), no
+fixed-x solve beyond the turn has a root nearby, and stepping in x cannot pass it.  This study
+
+1. continues rule 0 at fixed x from its profile point at x = 17320.5 in steps of 500, with a
+   secant predictor, until a solve stalls;
+2. from the last converged point, holds D = q1 - q0 fixed instead and solves the same four
+   equations (q0, q1, theta, V) for the common level, theta, V and x (Newton, forward
+   differences), with D lowered in steps of 1 %: x(D) that first rises and then falls as D
+   shrinks is a fold in x; on the branch beyond it, Sigma/e.
+
+Writes studies/data/one_step_rsb_fold.json.  Rerun: ``python studies/one_step_rsb_fold.py``
+(about 12 minutes on one core, 8 GB for the 2^24 band).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from symattn.model.params import ModelParams
+from symattn.numerics.channel import InvalidOrderParameters
+from symattn.numerics.one_step_rsb import InnerRule, OneStepRSBMap, solve_one_step_rsb
+from symattn.numerics.one_step_rsb_search import RSBSettings, rule_channel
+
+ROOT = Path(__file__).resolve().parent
+RUN = ROOT / "data" / "one_step_rsb_cli" / \
+    "fixed-point-rsb1-semantic-alpha1.5-omega0.3-band24-split16-eps1e-7.json"
+OUT = ROOT / "data" / "one_step_rsb_fold.json"
+ALPHA, SEED, EPS, TOL = 1.5, 0, 1e-7, 1e-9
+FREE = [0, 1, 3, 4]          # the equations solved: q0, q1, theta, V (m pinned)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--d-steps", type=int, default=70,
+                    help="fixed-D solves at most, D lowered by 1 % each (the data: 70, the
+                         "29th stalled)")
+    args = ap.parse_args()
+    s = RSBSettings(log2n=10, band_log2n=24, split=16, recentre_from=1e4)
+    t0 = time.perf_counter()
+    ch, fp, band, used = rule_channel(ModelParams(), "semantic", ALPHA, SEED, s)
+    print(f"rule {SEED}: band of {band.n_band} points ({time.perf_counter() - t0:.0f} s)",
+          flush=True)
+    rows = [r for r in json.loads(RUN.read_text())["rows"] if r["seed"] == SEED]
+    start = next(r for r in rows if r["key"] == ["profile", 17320.508075688773])
+
+    def fresh():
+        return OneStepRSBMap(ch, ALPHA, inner=InnerRule(s.coarse, recentre=True), pin="m",
+                             eps=EPS, fine=InnerRule(s.fine, recentre=True),
+                             split=InnerRule(s.split, split=True))
+
+    def record(z, converged, residual, sigma, what):
+        out = {"x": float(z[5]), "D": float(z[1] - z[0]), "q1": float(z[1]),
+               "theta": float(z[3]), "V": float(z[4]), "converged": bool(converged),
+               "residual": float(residual), "sigma_over_e": float(sigma), "what": what}
+        print(f"  {what}: x = {out['x']:.1f}, D = {out['D']:.5e}, q1 = {out['q1']:.10f}, "
+              f"Sigma/e = {sigma:+.3e}, residual {residual:.1e}"
+              + ("" if converged else " (stalled)"), flush=True)
+        return out
+
+    # 1. fixed x, steps of 500
+    along_x, z, prev = [], np.array(start["z"]), None
+    for x in np.arange(20000.0, 30001.0, 500.0):
+        zs = z.copy()
+        zs[5] = x
+        if prev is not None:
+            zs[:5] = z[:5] + (z[:5] - prev[:5]) * (x - z[5]) / (z[5] - prev[5])
+        pt = solve_one_step_rsb(fresh(), zs, hold_x=True, tol=TOL, max_iter=s.max_iter)
+        along_x.append(record(pt.z, pt.converged, pt.residual, pt.sigma_over_e, "fixed x"))
+        if not pt.converged:
+            break
+        prev, z = z, pt.z
+
+    # 2. fixed D: unknowns (common level s, theta, V, x), the four equations
+    def solve_fixed_d(z0, d):
+        fmap = fresh()
+        z = z0.copy()
+        mid = (z[0] + z[1]) / 2
+        z[0], z[1] = mid - d / 2, mid + d / 2
+        steps = (1e-6, 1e-6, 1e-6 * max(1.0, z[4]), 1e-6 * z[5])
+
+        def unknowns(z):
+            return np.array([(z[0] + z[1]) / 2, z[3], z[4], z[5]])
+
+        def place(z, u):
+            out = z.copy()
+            out[0], out[1] = u[0] - d / 2, u[0] + d / 2
+            out[3], out[4], out[5] = u[1], u[2], u[3]
+            return out
+
+        res = fmap.evaluate(z)[0]
+        for _ in range(s.max_iter):
+            r = float(np.abs(res[FREE]).max())
+            if r <= TOL:
+                return z, True, r, -res[5]
+            u = unknowns(z)
+            J = np.empty((4, 4))
+            for c in range(4):
+                up = u.copy()
+                up[c] += steps[c]
+                J[:, c] = (fmap.evaluate(place(z, up), warm=True)[0][FREE] - res[FREE]) / steps[c]
+            du = np.linalg.solve(J, -res[FREE])
+            t = 1.0
+            while t > 1e-4:
+                try:
+                    zn = place(z, u + t * du)
+                    rn = fmap.evaluate(zn)[0]
+                    if float(np.abs(rn[FREE]).max()) < r:
+                        break
+                except InvalidOrderParameters:
+                    pass
+                t /= 2
+            else:
+                return z, False, r, -res[5]
+            z, res = zn, rn
+        return z, False, float(np.abs(res[FREE]).max()), -res[5]
+
+    along_d = []
+    z = np.array(z)
+    d = z[1] - z[0]
+    for _ in range(args.d_steps):
+        d *= 0.99
+        zn, ok, r, sig = solve_fixed_d(z, d)
+        along_d.append(record(zn, ok, r, sig, "fixed D"))
+        if not ok:
+            break
+        z = zn
+    args.out.write_text(json.dumps({
+        "alpha": ALPHA, "seed": SEED, "eps": EPS, "band": band.as_dict(), "run": RUN.name,
+        "start_x": start["x"], "fixed_x": along_x, "fixed_d": along_d}, indent=1) + "\n")
+    print(f"written {args.out}")
+
+
+if __name__ == "__main__":
+    main()
