@@ -6,15 +6,16 @@ stall beyond (run file ``...-alpha1.5-omega0.3-band24-split16-eps1e-7.json``), w
 shrinks faster and faster along the way.  If the solution branch turns back in x (a fold), no
 fixed-x solve beyond the turn has a root nearby, and stepping in x cannot pass it.  This study
 
-1. continues rule 0 at fixed x from its profile point at x = 17320.5 in steps of 500, with a
+1. continues rule 0 at fixed x, x = 20000, 20500, ..., from its profile point at x = 17320.5, with a
    secant predictor, until a solve stalls;
 2. from the last converged point, holds D = q1 - q0 fixed instead and solves the same four
    equations (q0, q1, theta, V) for the common level, theta, V and x (Newton, forward
-   differences), with D lowered in steps of 1 %: x(D) that first rises and then falls as D
-   shrinks is a fold in x; on the branch beyond it, Sigma/e.
+   differences), with D lowered in steps of 1 % (a stalled step is halved, at most three
+   times), until Sigma/e changes sign: x(D) that first rises and then falls as D shrinks is
+   a fold in x; on the branch beyond it, Sigma/e.
 
 Writes studies/data/one_step_rsb_fold.json.  Rerun: ``python studies/one_step_rsb_fold.py``
-(about 12 minutes on one core, 8 GB for the 2^24 band).
+(about 15 minutes on one core, 8 GB for the 2^24 band).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 
 from symattn.model.params import ModelParams
 from symattn.numerics.channel import InvalidOrderParameters
-from symattn.numerics.one_step_rsb import InnerRule, OneStepRSBMap, solve_one_step_rsb
+from symattn.numerics.one_step_rsb import OneStepRSBMap, solve_one_step_rsb
 from symattn.numerics.one_step_rsb_search import RSBSettings, rule_channel
 
 ROOT = Path(__file__).resolve().parent
@@ -37,14 +38,14 @@ RUN = ROOT / "data" / "one_step_rsb_cli" / \
 OUT = ROOT / "data" / "one_step_rsb_fold.json"
 ALPHA, SEED, EPS, TOL = 1.5, 0, 1e-7, 1e-9
 FREE = [0, 1, 3, 4]          # the equations solved: q0, q1, theta, V (m pinned)
+HALVINGS = 3                 # of a stalled fixed-D step, before the continuation stops
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--d-steps", type=int, default=70,
-                    help="fixed-D solves at most, D lowered by 1 % each (the data: 70, the
-                         "29th stalled)")
+    ap.add_argument("--d-steps", type=int, default=120,
+                    help="fixed-D solves at most (D lowered by 1 %% each)")
     args = ap.parse_args()
     s = RSBSettings(log2n=10, band_log2n=24, split=16, recentre_from=1e4)
     t0 = time.perf_counter()
@@ -55,9 +56,8 @@ def main():
     start = next(r for r in rows if r["key"] == ["profile", 17320.508075688773])
 
     def fresh():
-        return OneStepRSBMap(ch, ALPHA, inner=InnerRule(s.coarse, recentre=True), pin="m",
-                             eps=EPS, fine=InnerRule(s.fine, recentre=True),
-                             split=InnerRule(s.split, split=True))
+        # the rules recentred throughout, as the run's solves at x >= 1e4
+        return OneStepRSBMap(ch, ALPHA, pin="m", eps=EPS, **s.inner_rules(s.recentre_from))
 
     def record(z, converged, residual, sigma, what):
         out = {"x": float(z[5]), "D": float(z[1] - z[0]), "q1": float(z[1]),
@@ -127,14 +127,19 @@ def main():
 
     along_d = []
     z = np.array(z)
-    d = z[1] - z[0]
-    for _ in range(args.d_steps):
-        d *= 0.99
-        zn, ok, r, sig = solve_fixed_d(z, d)
+    d, share, halvings = z[1] - z[0], 0.01, 0
+    while len(along_d) < args.d_steps:
+        zn, ok, r, sig = solve_fixed_d(z, d * (1 - share))
         along_d.append(record(zn, ok, r, sig, "fixed D"))
         if not ok:
-            break
-        z = zn
+            if halvings == HALVINGS:
+                break
+            # a stalled step: half as long from the last converged point
+            share, halvings = share / 2, halvings + 1
+            continue
+        z, d, share, halvings = zn, zn[1] - zn[0], min(0.01, 2 * share), 0
+        if sig <= 0:
+            break           # Sigma/e changed sign on this branch
     args.out.write_text(json.dumps({
         "alpha": ALPHA, "seed": SEED, "eps": EPS, "band": band.as_dict(), "run": RUN.name,
         "start_x": start["x"], "fixed_x": along_x, "fixed_d": along_d}, indent=1) + "\n")

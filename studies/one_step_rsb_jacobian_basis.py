@@ -31,7 +31,7 @@ import numpy as np
 
 from symattn.model.params import ModelParams
 from symattn.numerics import one_step_rsb
-from symattn.numerics.one_step_rsb import InnerRule, OneStepRSBMap, solve_one_step_rsb
+from symattn.numerics.one_step_rsb import OneStepRSBMap, solve_one_step_rsb
 from symattn.numerics.one_step_rsb_search import RSBSettings, rule_channel
 
 OUT = Path(__file__).resolve().parent / "data" / "one_step_rsb_jacobian_basis.json"
@@ -55,9 +55,8 @@ def main():
           flush=True)
 
     def fresh():
-        return OneStepRSBMap(ch, ALPHA, inner=InnerRule(s.coarse, recentre=True), pin="m",
-                             eps=s.eps_stages[-1], fine=InnerRule(s.fine, recentre=True),
-                             split=InnerRule(s.split, split=True))
+        return OneStepRSBMap(ch, ALPHA, pin="m", eps=s.eps_stages[-1],
+                             **s.inner_rules(Z_260000[5]))
 
     z = np.array(Z_260000)
     D = z[1] - z[0]

@@ -32,7 +32,7 @@ import numpy as np
 
 from symattn.model.params import ModelParams
 from symattn.numerics.observables import generalisation_error
-from symattn.numerics.one_step_rsb import InnerRule, OneStepRSBMap, solve_one_step_rsb
+from symattn.numerics.one_step_rsb import OneStepRSBMap, solve_one_step_rsb
 from symattn.numerics.one_step_rsb_search import RSBSettings, rule_channel
 
 ROOT = Path(__file__).resolve().parent
@@ -71,7 +71,6 @@ def case(name, params):
     ch, fp, band, used = rule_channel(params, head["branch"], alpha, seed, s)
     print(f"{name}: {run}, rule {seed}, x = {point['x']:g} (band of {band.n_band} points, "
           f"{time.perf_counter() - t0:.0f} s)", flush=True)
-    far = s.recentre_from is not None and point["x"] >= s.recentre_from
     g0 = generalisation_error(params, ref["q1"], ref["m"], ref["theta"], coarse=0)[0]
 
     def row(what, z, sigma, eps_t, **kw):
@@ -87,10 +86,8 @@ def case(name, params):
     out = [row("stored", point["z"], point["sigma_over_e"], point["eps_t"])]
     z, rough = np.array(point["z"]), None
     for eps in WIDTHS:
-        fmap = OneStepRSBMap(ch, alpha, inner=InnerRule(s.coarse, recentre=far),
-                             pin="m" if head["branch"] == "semantic" else "theta", eps=eps,
-                             fine=InnerRule(s.fine, recentre=far), rough=rough,
-                             split=None if s.split is None else InnerRule(s.split, split=True))
+        fmap = OneStepRSBMap(ch, alpha, pin="m" if head["branch"] == "semantic" else "theta",
+                             eps=eps, rough=rough, **s.inner_rules(point["x"]))
         t0 = time.perf_counter()
         pt = solve_one_step_rsb(fmap, z, hold_x=True, tol=s.tol, max_iter=s.max_iter)
         rough = fmap.rough

@@ -618,3 +618,16 @@ def test_with_profile_skips_a_grid_x_that_keeps_stalling_is_stepped_over(fake, m
     assert one_step_rsb_estimate(ModelParams(), "positional", 1.0, skip,
                                  rows=rows).shifts == est.shifts and len(f.calls) == n
     assert RSBSettings().as_dict().get("profile_skips") is None       # old run files resume
+
+
+def test_inner_rules_recentre_from_the_settings_x_on():
+    from symattn.numerics.one_step_rsb import InnerRule
+    s = RSBSettings(log2n=10, band_log2n=24, split=16, recentre_from=1e4)
+    assert s.inner_rules(9999.0) == {"inner": InnerRule(12), "fine": InnerRule(32),
+                                     "split": InnerRule(16, split=True)}
+    assert s.inner_rules(1e4) == {"inner": InnerRule(12, recentre=True),
+                                  "fine": InnerRule(32, recentre=True),
+                                  "split": InnerRule(16, split=True)}
+    # without recentre_from and split: the centred rules at every x, no split rule
+    assert RSBSettings().inner_rules(1e9) == {"inner": InnerRule(12), "fine": InnerRule(32),
+                                              "split": None}

@@ -169,6 +169,17 @@ class RSBSettings:
                                             f"{list(eps)}")
         object.__setattr__(self, "eps_stages", eps)
 
+    def inner_rules(self, x: float) -> dict:
+        """The inner rules of a solve at Parisi ``x``, as keyword arguments of
+        :class:`~symattn.numerics.one_step_rsb.OneStepRSBMap` and
+        :func:`~symattn.numerics.one_step_rsb.solve_ladder`: ``inner`` (smooth nodes),
+        ``fine`` (rough ones), both recentred from ``recentre_from`` on, and ``split``."""
+        from .one_step_rsb import InnerRule
+        far = self.recentre_from is not None and x >= self.recentre_from
+        return {"inner": InnerRule(self.coarse, recentre=far),
+                "fine": InnerRule(self.fine, recentre=far),
+                "split": None if self.split is None else InnerRule(self.split, split=True)}
+
     def as_dict(self) -> dict:
         out = {"log2n": self.log2n, "rules": self.rules, "coarse": self.coarse,
                "fine": self.fine, "x_ref": self.x_ref, "xs": list(self.xs), "tol": self.tol,
@@ -287,16 +298,13 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
     run (replayed, not solved again); ``save(row)``: called after every new solve;
     ``progress(text)``: one line per solve."""
     from .observables import generalisation_error
-    from .one_step_rsb import InnerRule, solve_ladder
+    from .one_step_rsb import solve_ladder
 
     if branch not in ("positional", "semantic"):
         from ..model.checks import ParameterError
         raise ParameterError("branch", f"1RSB needs positional or semantic, got {branch!r}")
     pin = "m" if branch == "semantic" else "theta"
     s = settings
-    coarse, fine = InnerRule(s.coarse), InnerRule(s.fine)
-    split = None if s.split is None else InnerRule(s.split, split=True)
-    coarse_far, fine_far = InnerRule(s.coarse, recentre=True), InnerRule(s.fine, recentre=True)
     ch, fp, band, used = rule_channel(params, branch, alpha, seed, s)
     if band is not None and progress:
         base = band.n_band * 2.0 ** (s.log2n - band.dense_log2n)
@@ -330,11 +338,9 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
             row = stored[tuple(key)]
         else:
             t0 = time.perf_counter()
-            far = s.recentre_from is not None and z[5] >= s.recentre_from
-            pt = solve_ladder(ch, alpha, z, pin=pin, inner=coarse_far if far else coarse,
-                              fine=fine_far if far else fine,
+            pt = solve_ladder(ch, alpha, z, pin=pin, **s.inner_rules(z[5]),
                               eps_stages=eps_stages, hold_x=hold_x, tol=s.tol,
-                              max_iter=s.max_iter, split=split)
+                              max_iter=s.max_iter)
             row = {"key": list(key), "seed": seed, **pt.as_dict(),
                    "z": [float(v) for v in pt.z], "wall": time.perf_counter() - t0}
             if save:
