@@ -185,7 +185,6 @@ def test_x_equation_in_high_precision_matches_a_double_evaluation_where_nothing_
     assert abs(got - want) <= 1e-8 * abs(want), (got, want)
 
 
-
 class _SteepInD:
     r"""A stand-in 1RSB map (hold ``x``, pin ``m``) shaped like the banded rule's near RS: in
     :math:`D = q_1 - q_0` it goes like :math:`\sqrt D` plus a staircase of smoothed steps (the
