@@ -17,7 +17,7 @@ and prints the stored point and each solve: Sigma/e, q1 - q0, the shifts of q1
 and theta from the rule's reference point, eps_t, and the paired shift of eps_g of one state.
 
 Writes studies/data/one_step_rsb_smoothing.json (cases merged by name).  Rerun:
-``python studies/one_step_rsb_smoothing.py [--cases alpha_c,alpha_1.5]`` (alpha_c: 2 minutes
+``python studies/one_step_rsb_smoothing.py [--cases alpha_c,alpha_1.5]`` (alpha_c: 4 minutes
 and 0.5 GB; alpha_1.5: 3 minutes and 8 GB for its 2^24 band).
 """
 
