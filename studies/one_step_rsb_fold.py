@@ -9,10 +9,11 @@ fixed-x solve beyond the turn has a root nearby, and stepping in x cannot pass i
 1. continues rule 0 at fixed x, x = 20000, 20500, ..., from its profile point at x = 17320.5, with a
    secant predictor, until a solve stalls;
 2. from the last converged point, holds D = q1 - q0 fixed instead and solves the same four
-   equations (q0, q1, theta, V) for the common level, theta, V and x (Newton, forward
-   differences), with D lowered in steps of 1 % (a stalled step is halved, at most three
-   times), until Sigma/e changes sign: x(D) that first rises and then falls as D shrinks is
-   a fold in x; on the branch beyond it, Sigma/e.
+   equations (q0, q1, theta, V) for the common level, theta, V and x (``solve_one_step_rsb``
+   with ``hold_gap``, as the search's continuation past a stall), with D lowered in steps
+   of 1 % (a stalled step is halved, at most three times), until Sigma/e changes sign:
+   x(D) that first rises and then falls as D shrinks is a fold in x; on the branch beyond
+   it, Sigma/e.
 
 Writes studies/data/one_step_rsb_fold.json.  Rerun: ``python studies/one_step_rsb_fold.py``
 (about 15 minutes on one core, 8 GB for the 2^24 band).
@@ -28,7 +29,6 @@ from pathlib import Path
 import numpy as np
 
 from symattn.model.params import ModelParams
-from symattn.numerics.channel import InvalidOrderParameters
 from symattn.numerics.one_step_rsb import OneStepRSBMap, solve_one_step_rsb
 from symattn.numerics.one_step_rsb_search import RSBSettings, rule_channel
 
@@ -37,7 +37,6 @@ RUN = ROOT / "data" / "one_step_rsb_cli" / \
     "fixed-point-rsb1-semantic-alpha1.5-omega0.3-band24-split16-eps1e-7.json"
 OUT = ROOT / "data" / "one_step_rsb_fold.json"
 ALPHA, SEED, EPS, TOL = 1.5, 0, 1e-7, 1e-9
-FREE = [0, 1, 3, 4]          # the equations solved: q0, q1, theta, V (m pinned)
 HALVINGS = 3                 # of a stalled fixed-D step, before the continuation stops
 
 
@@ -83,47 +82,11 @@ def main():
 
     # 2. fixed D: unknowns (common level s, theta, V, x), the four equations
     def solve_fixed_d(z0, d):
-        fmap = fresh()
         z = z0.copy()
         mid = (z[0] + z[1]) / 2
         z[0], z[1] = mid - d / 2, mid + d / 2
-        steps = (1e-6, 1e-6, 1e-6 * max(1.0, z[4]), 1e-6 * z[5])
-
-        def unknowns(z):
-            return np.array([(z[0] + z[1]) / 2, z[3], z[4], z[5]])
-
-        def place(z, u):
-            out = z.copy()
-            out[0], out[1] = u[0] - d / 2, u[0] + d / 2
-            out[3], out[4], out[5] = u[1], u[2], u[3]
-            return out
-
-        res = fmap.evaluate(z)[0]
-        for _ in range(s.max_iter):
-            r = float(np.abs(res[FREE]).max())
-            if r <= TOL:
-                return z, True, r, -res[5]
-            u = unknowns(z)
-            J = np.empty((4, 4))
-            for c in range(4):
-                up = u.copy()
-                up[c] += steps[c]
-                J[:, c] = (fmap.evaluate(place(z, up), warm=True)[0][FREE] - res[FREE]) / steps[c]
-            du = np.linalg.solve(J, -res[FREE])
-            t = 1.0
-            while t > 1e-4:
-                try:
-                    zn = place(z, u + t * du)
-                    rn = fmap.evaluate(zn)[0]
-                    if float(np.abs(rn[FREE]).max()) < r:
-                        break
-                except InvalidOrderParameters:
-                    pass
-                t /= 2
-            else:
-                return z, False, r, -res[5]
-            z, res = zn, rn
-        return z, False, float(np.abs(res[FREE]).max()), -res[5]
+        pt = solve_one_step_rsb(fresh(), z, hold_gap=True, tol=TOL, max_iter=s.max_iter)
+        return pt.z, pt.converged, pt.residual, pt.sigma_over_e
 
     along_d = []
     z = np.array(z)

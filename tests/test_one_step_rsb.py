@@ -265,3 +265,55 @@ def test_ladder_keeps_the_finer_widths_stall_when_it_solves_again_on_more_nodes(
     assert pt.converged and pt.eps == 1e-4
     assert "1 nodes became rough" in pt.message
     assert "at smoothing width 0.0001; no step lowers the residual 0.001 at 1e-07" in pt.message
+
+
+class _FoldInX:
+    r"""A stand-in 1RSB map (pin ``m``) whose solutions fold over in ``x``: they are
+    :math:`s = 0.5`, :math:`\theta = 0.2`, :math:`V = 1` and
+    :math:`x = X_F - K (D - D_F)^2` (:math:`D = q_1 - q_0`), largest, :math:`X_F`, at
+    :math:`D_F` (the semantic alpha = 1.5's rule 0 folds at x = 21771, D = 2.48e-8)."""
+
+    alpha, pin = 1.5, "m"
+    XF, DF, K = 21771.0, 2.48e-8, 1e4 / 1e-16
+
+    def x_of(self, d):
+        return self.XF - self.K * (d - self.DF) ** 2
+
+    def evaluate(self, z, warm=False):
+        q0_, q1_, _, th, v, x = z
+        if not q1_ - q0_ > 0:
+            from symattn.numerics.channel import InvalidOrderParameters
+            raise InvalidOrderParameters("q1 <= q0")
+        d = q1_ - q0_
+        s = (q0_ + q1_) / 2 - 0.5
+        u = (self.x_of(d) - x) / self.XF
+        res = np.array([s + u, s - u, 0.0, th - 0.2 + 0.1 * u, v - 1.0 + s, 1e-3 * (d - 2e-8)])
+        return res, np.zeros(5), -1.0
+
+
+def test_holding_the_gap_passes_a_fold_in_x():
+    """Past the fold no fixed-x solve has a root near the branch; holding q1 - q0 instead (x
+    free) lands on the branch beyond it, with the gap held to the last bits."""
+    from symattn.numerics.one_step_rsb import solve_one_step_rsb
+    fmap = _FoldInX()
+    near = [0.5 - 1.3e-8, 0.5 + 1.3e-8, 0.0, 0.2, 1.0, 21000.0]
+    # beyond the fold in x: Newton at fixed x cannot converge (the q equations need
+    # u = 0, that is x(D) = 22000 > X_F)
+    pt = solve_one_step_rsb(fmap, near[:5] + [22000.0], hold_x=True, tol=1e-12, max_iter=10)
+    assert not pt.converged
+    # on the other side of the fold, D = 1.8e-8 < D_F, x free
+    d = 1.8e-8
+    z0 = [0.5 - d / 2, 0.5 + d / 2, 0.0, 0.2, 1.0, 21000.0]
+    pt = solve_one_step_rsb(fmap, z0, hold_gap=True, tol=1e-12, max_iter=10)
+    assert pt.converged, pt.message
+    assert abs((pt.z[1] - pt.z[0]) / d - 1) < 1e-7        # held: 1e-16 / 1.8e-8 rounding
+    # x on the branch beyond the fold, X_F - K (D - D_F)^2 (17147 at D = 1.8e-8; at the gap
+    # as held, whose last bits move x by 1e-4 here): residual 1e-12 of the equation's scale
+    # X_F puts x within 2.2e-8 of it
+    assert pt.z[5] == pytest.approx(fmap.x_of(pt.z[1] - pt.z[0]), abs=1e-7)
+    assert pt.z[5] == pytest.approx(17147.0, abs=1e-3)
+    assert abs(pt.z[0] + pt.z[1] - 1.0) < 1e-11 and abs(pt.z[3] - 0.2) < 1e-11
+    # the x equation is not solved, but reported
+    assert pt.sigma_over_e == pytest.approx(-1e-3 * (d - 2e-8))
+    with pytest.raises(ValueError, match="not both"):
+        solve_one_step_rsb(fmap, z0, hold_x=True, hold_gap=True)

@@ -631,3 +631,116 @@ def test_inner_rules_recentre_from_the_settings_x_on():
     # without recentre_from and split: the centred rules at every x, no split rule
     assert RSBSettings().inner_rules(1e9) == {"inner": InnerRule(12), "fine": InnerRule(32),
                                               "split": None}
+
+
+class FoldFake:
+    """``solve_ladder``'s stand-in whose solutions fold over in x: q1 = 0.5, q0 = q1 - D,
+    x(D) = XF - K (D - DF)^2, Sigma/e = SF (D - DS) (positive up to the fold and changing sign
+    on the branch beyond it, at DS), eps_t = E0.  At fixed x the solve takes the branch with
+    D > DF (the one from small x) and stalls past XF; holding the gap it returns the point at
+    that gap."""
+
+    XF, DF, K, DS, SF = 2000.0, 0.02, 1e7, 0.012, 5.0
+
+    def __init__(self):
+        self.calls = []
+
+    def x_of(self, d):
+        return self.XF - self.K * (d - self.DF) ** 2
+
+    def __call__(self, channel, alpha, z0, *, pin, hold_x, hold_gap=False, **kw):
+        z = [float(v) for v in z0]
+        self.calls.append("gap" if hold_gap else "x" if hold_x else "six")
+        ok = True
+        if hold_gap:
+            d = z[1] - z[0]
+            z[5] = self.x_of(d)
+        elif hold_x and z[5] <= self.XF:
+            d = self.DF + math.sqrt((self.XF - z[5]) / self.K)
+        else:
+            d, ok = z[1] - z[0], False
+        z[1], z[0] = 0.5, 0.5 - d
+        sigma = self.SF * (d - self.DS)
+        return OneStepRSBPoint(alpha, z, [0.0] * 5, E0, 1e-10 if ok else 0.1, ok, 3,
+                               "converged" if ok else "no step lowers the residual 0.1",
+                               eps=kw["eps_stages"][-1], sigma_over_e=sigma if ok else 0.0)
+
+
+def test_past_a_fold_in_x_the_gap_continuation_finds_the_stationary_point(monkeypatch):
+    """The profile climbs the branch towards the fold (Sigma/e > 0 all the way) and stalls past
+    it; with fold steps the search follows the solutions in q1 - q0 round the fold and solves
+    the x equation on the branch beyond it, and integrates the x equation along that path."""
+    from dataclasses import replace
+
+    from scipy.integrate import quad
+    f = FoldFake()
+    monkeypatch.setattr(one_step_rsb, "solve_ladder", f)
+    s = replace(SETTINGS, rules=1, xs=(30.0, 100.0, 300.0, 1000.0, 3000.0))
+    # without: the profile ends at the stall, Sigma/e still positive
+    est = one_step_rsb_estimate(ModelParams(), "semantic", 1.5, s)
+    rule = est.per_rule[0]
+    assert rule.status == "no sign change" and "gap" not in f.calls
+    assert "continued" not in rule.why
+    f.calls.clear()
+    rows = []
+    est = one_step_rsb_estimate(ModelParams(), "semantic", 1.5, replace(s, fold_steps=200),
+                                save=rows.append)
+    rule = est.per_rule[0]
+    assert rule.status == "stationary", rule.why
+    assert "continued in q_1 - q_0" in rule.why and "secant in q_1 - q_0" in rule.why
+    # Sigma/e is linear in the gap: the secant lands on D_S, on the branch beyond the fold
+    # (x(D_S) = 2000 - 1e7 * 0.008^2 = 1360, below the fold's 2000)
+    pt = rule.point
+    assert pt["q1"] - pt["q0"] == pytest.approx(FoldFake.DS, rel=1e-9)
+    assert rule.x_star == pytest.approx(1360.0, rel=1e-9)
+    # the path went round the fold: some gap solves beyond XF's gap, x coming back down
+    gaps = [r for r in rows if r["key"][0] == "gap"]
+    assert max(r["x"] for r in gaps) > 1999.0 and gaps[-1]["x"] < 1400.0
+    # the x equation integrated along the path: the profile's trapezoid in x (tested above),
+    # then the continuation's, against quadrature in D along the branch from the profile's
+    # last gap to D_S (eps_t Sigma/e / x^2 dx, dx = x'(D) dD); the trapezoid's steps of 1 %
+    # of D put it within 1e-3 relative; sorted by x, the leg over x > 1360 would cancel
+    # instead of adding up
+    profile = [r for r in rows if r["key"][0] in ("ref", "profile") and r["converged"]]
+    d_last = profile[-1]["q1"] - profile[-1]["q0"]
+
+    def integrand(d):
+        x = f.x_of(d)
+        return E0 * FoldFake.SF * (d - FoldFake.DS) / x**2 * (-2 * FoldFake.K * (d - FoldFake.DF))
+    path = -quad(integrand, FoldFake.DS, d_last, points=[FoldFake.DF], limit=200)[0]
+    assert rule.shifts["d_eps_t_envelope"] - envelope_shift(profile) == pytest.approx(
+        path, rel=1e-3)
+    # resumed: replayed, nothing solved again
+    f.calls.clear()
+    again = one_step_rsb_estimate(ModelParams(), "semantic", 1.5, replace(s, fold_steps=200),
+                                  rows=json.loads(json.dumps(rows)))
+    assert f.calls == [] and again.per_rule[0].x_star == rule.x_star
+
+
+def test_cli_fold_steps_end_honestly_and_resume_with_more(monkeypatch, tmp_path, capsys):
+    """Too few fold steps: the rule says where the continuation ended (no sign change, not a
+    result: exit 3); the same file resumed with more goes on from there, replaying the rest."""
+    f = FoldFake()
+    monkeypatch.setattr(one_step_rsb, "solve_ladder", f)
+    out = tmp_path / "rsb.json"
+    argv = ["fixed-point", "--branch", "semantic", "--alpha", "1.5", "--rsb", "1",
+            "--rsb-log2n", "8", "--rsb-rules", "2", "--rsb-xs", "30,100,300,1000,3000",
+            "--log2n", "8", "--rules", "2", "--json", "--out", str(out)]
+    assert main(argv + ["--rsb-fold-steps", "10"]) == 3
+    rule = json.loads(capsys.readouterr().out)["per_rule"][0]
+    assert rule["status"] == "no sign change"
+    assert "continued in q_1 - q_0" in rule["why"] and "no sign change in 10 steps" in rule["why"]
+    # the point reported is where the continuation stopped, ten steps of 1 % down in the gap
+    first = json.loads(out.read_text())["rows"]
+    mine = [r for r in first if r["seed"] == 0]
+    assert rule["point"] == mine[-1] and mine[-1]["key"][:2] == ["gap", 9]
+    assert sum(r["key"][0] == "gap" for r in mine) == 10
+    f.calls.clear()
+    assert main(argv + ["--rsb-fold-steps", "200"]) == 0
+    assert "resuming" in capsys.readouterr().err
+    grown = json.loads(out.read_text())
+    assert grown["rows"][:len(first)] == first and len(f.calls) == len(grown["rows"]) - len(first)
+    assert [r["status"] for r in grown["result"]["per_rule"]] == ["stationary"] * 2
+    assert grown["header"]["rsb"]["fold_steps"] == 200
+    assert main(argv + ["--rsb-fold-steps", "-1"]) == 2
+    assert_one_line_error(capsys, "rsb-fold-steps")

@@ -19,7 +19,8 @@ _OPTIONS = (("rsb_log2n", "log2n"), ("rsb_rules", "rules"), ("rsb_coarse", "coar
             ("rsb_fine", "fine"), ("rsb_xs", "xs"), ("rsb_x_ref", "x_ref"),
             ("rsb_band_log2n", "band_log2n"), ("rsb_split", "split"),
             ("rsb_recentre_from", "recentre_from"), ("rsb_band_points", "band_points"),
-            ("rsb_profile_skips", "profile_skips"), ("rsb_eps", "eps_stages"))
+            ("rsb_profile_skips", "profile_skips"), ("rsb_eps", "eps_stages"),
+            ("rsb_fold_steps", "fold_steps"))
 
 
 def add_rsb_options(p) -> None:
@@ -68,6 +69,12 @@ def add_rsb_options(p) -> None:
                         "next x is tried from the last good point), a step of the secant in x "
                         "(another x in the bracket is tried); default 0: the profile ends "
                         "there, the secant stops")
+    g.add_argument("--rsb-fold-steps", dest="rsb_fold_steps", default=None,
+                   type=int_arg("rsb-fold-steps", 0, 1000),
+                   help="where a rule's profile stalls for good, follow its solutions in "
+                        "q1 - q0 instead of x (x free), at most N solves of 1 %% steps, to pass "
+                        "a fold of the solutions in x and find the sign change beyond it "
+                        "(default 0: the rule ends there; docs: stability)")
     g.add_argument("--rsb-eps", dest="rsb_eps", default=None,
                    type=list_arg("rsb-eps", float_arg("eps", 0.0, 1e-2, lo_open=True)),
                    help="decreasing smoothing widths of near-tied minima, each fixed-x solve "
@@ -99,9 +106,9 @@ def rsb_settings(args, tol: float | None = None):
 
 
 #: settings a run file may be resumed with more of, and their values when absent: more rules
-#: add rules, more profile skips go on where a rule's profile ended; neither changes a solve
-#: already made
-_GROWS = (("rules", math.inf), ("profile_skips", 0))
+#: add rules, more profile skips or fold steps go on where a rule's profile ended; none
+#: changes a solve already made
+_GROWS = (("rules", math.inf), ("profile_skips", 0), ("fold_steps", 0))
 
 
 def _grown(old: dict, new: dict) -> dict:

@@ -522,15 +522,25 @@ def _jacobian_basis(free) -> np.ndarray:
 
 
 def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: int = 40,
-                       step: float = 1e-6, hold_x: bool = False,
+                       step: float = 1e-6, hold_x: bool = False, hold_gap: bool = False,
                        progress=None) -> OneStepRSBPoint:
     r"""Newton on the 1RSB residual from ``z0 = (q0, q1, m, theta, V, x)`` (module doc); the
     pinned coordinate (``fmap.pin``) is held at zero, and ``x`` too with ``hold_x`` (then the
-    x equation is not solved: the profile :math:`\Phi(x)`).  Returns the point reached with
-    its status (not converged: the message says why)."""
+    x equation is not solved: the profile :math:`\Phi(x)`).  With ``hold_gap`` the gap
+    :math:`q_1 - q_0` of ``z0`` is held instead and ``x`` is free, the x equation again not
+    solved: the same solutions parametrised by the gap, which passes where they fold over in
+    ``x`` (continuation past such a fold).  Returns the point reached with its status (not
+    converged: the message says why)."""
+    if hold_x and hold_gap:
+        raise ValueError("hold_x and hold_gap: one of them, not both")
     held = {fmap.pin, "x" if hold_x else None}
     free = [i for i, name in enumerate(("q0", "q1", "m", "theta", "V", "x"))
             if name not in held]
+    # the equations solved (equation i belongs to coordinate i; 5 is the x equation) and the
+    # Jacobian's columns, as columns of the basis over ``free`` (without the gap's if held)
+    eqs = [i for i in free if not (hold_gap and i == 5)]
+    cols = [c for c in range(len(free)) if not (hold_gap and c == 1)]
+    B = _jacobian_basis(free)[:, cols]
     z = np.array(z0, float)
     if fmap.pin == "m":
         z[2] = 0.0
@@ -540,7 +550,7 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
     msg = ""
     it = 0
     for it in range(1, max_iter + 1):
-        r = float(np.max(np.abs(res[free])))
+        r = float(np.max(np.abs(res[eqs])))
         if progress:
             progress(it, z, r)
         if r <= tol:
@@ -548,9 +558,8 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
                                    sigma_over_e=float(-res[5]))
         # the columns along B (q0 + q1 together, q1 - q0, the others one by one); the step
         # solves in B and maps back
-        B = _jacobian_basis(free)
-        J = np.full((len(free), len(free)), np.nan)
-        for c, k in enumerate(free):
+        J = np.full((len(eqs), len(eqs)), np.nan)
+        for c, k in enumerate(free[j] for j in cols):
             h = step * max(1.0, abs(z[k]))
             if B[1, c] != B[0, c]:
                 # a column that moves q1 - q0: a step well inside it (at the semantic alpha_c
@@ -560,7 +569,7 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
                 zp = z.copy()
                 zp[free] += hs * B[:, c]
                 try:
-                    J[:, c] = (fmap.evaluate(zp, warm=True)[0][free] - res[free]) / hs
+                    J[:, c] = (fmap.evaluate(zp, warm=True)[0][eqs] - res[eqs]) / hs
                     break
                 except InvalidOrderParameters:
                     continue
@@ -568,7 +577,7 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
             msg = "the Jacobian's steps leave the domain on both sides (q_1 - q_0 -> 0?)"
             break
         try:
-            dz = B @ np.linalg.solve(J, -res[free])
+            dz = B @ np.linalg.solve(J, -res[eqs])
         except np.linalg.LinAlgError:
             msg = "singular Jacobian"
             break
@@ -578,7 +587,7 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
             zn[free] += t * dz
             try:
                 rn, hn, pn = fmap.evaluate(zn)
-                if float(np.max(np.abs(rn[free]))) < r:
+                if float(np.max(np.abs(rn[eqs]))) < r:
                     break
             except InvalidOrderParameters:
                 pass
@@ -587,7 +596,7 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
             msg = f"no step lowers the residual {r:.3g}"
             break
         z, res, hats, phi = zn, rn, hn, pn
-    r = float(np.max(np.abs(res[free])))
+    r = float(np.max(np.abs(res[eqs])))
     ok = r <= tol
     return OneStepRSBPoint(fmap.alpha, z, hats, -phi, r, ok, it,
                            "converged" if ok else (msg or f"residual {r:.3g} after {it} steps"),
@@ -600,7 +609,7 @@ EPS_STAGES = (1e-3, 1e-5, 1e-7, 1e-9)
 
 def solve_ladder(channel, alpha: float, z0, *, pin: str | None, inner=10,
                  fine: InnerRule | None = None, eps_stages=EPS_STAGES, hold_x: bool = False,
-                 tol: float = 1e-9, max_iter: int = 30,
+                 hold_gap: bool = False, tol: float = 1e-9, max_iter: int = 30,
                  split: InnerRule | None = None) -> OneStepRSBPoint:
     """:func:`solve_one_step_rsb` at each smoothing width of ``eps_stages`` in turn, each
     started from the last converged point: at a wide ``eps`` the map is smooth enough for
@@ -613,13 +622,15 @@ def solve_ladder(channel, alpha: float, z0, *, pin: str | None, inner=10,
     outside the frozen set have become rough, the last stage is solved again on the union
     (the message says so).  With ``split`` the rough nodes a jump line crosses use that rule
     (:meth:`OneStepRSBMap.lined`).  Returns the point of the finest width that converged (``eps``;
-    the message names a finer one that stalled), else the last attempt, not converged."""
+    the message names a finer one that stalled), else the last attempt, not converged.
+    ``hold_x``, ``hold_gap``: what each solve holds (:func:`solve_one_step_rsb`)."""
     z = np.array(z0, float)
     pt, rough, best, best_map = None, None, None, None
     for eps in eps_stages:
         fmap = OneStepRSBMap(channel, alpha, inner=inner, pin=pin, eps=eps, fine=fine,
                              rough=rough, split=split)
-        pt = solve_one_step_rsb(fmap, z, hold_x=hold_x, tol=tol, max_iter=max_iter)
+        pt = solve_one_step_rsb(fmap, z, hold_x=hold_x, hold_gap=hold_gap, tol=tol,
+                                max_iter=max_iter)
         pt.eps = eps
         rough = fmap.rough
         if pt.converged:
@@ -631,8 +642,8 @@ def solve_ladder(channel, alpha: float, z0, *, pin: str | None, inner=10,
         if extra:
             best_map = OneStepRSBMap(channel, alpha, inner=inner, pin=pin, eps=best.eps,
                                      fine=fine, rough=rough | now, split=split)
-            redo = solve_one_step_rsb(best_map, best.z, hold_x=hold_x, tol=tol,
-                                      max_iter=max_iter)
+            redo = solve_one_step_rsb(best_map, best.z, hold_x=hold_x, hold_gap=hold_gap,
+                                      tol=tol, max_iter=max_iter)
             redo.eps = best.eps
             redo.message += f" ({extra} nodes became rough on the way: solved again with them)"
             best = redo if redo.converged else None

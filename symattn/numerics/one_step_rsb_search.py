@@ -16,6 +16,13 @@ On each scrambled Sobol rule of ``2^log2n`` outer points, after the RS fixed poi
    (up to ``PROFILE_HALVINGS`` times) from the last good point, and the profile goes on from
    there; with ``profile_skips`` a grid x that still stalls is skipped, and the next one is
    tried from the last good point (Newton's stalls there are sporadic in x).
+
+   2b. **Past a fold.** With ``fold_steps``, where the profile still stalls (Sigma/e > 0 so
+   far), the solutions are followed in :math:`q_1 - q_0` instead (held, x free; the same
+   equations), by ``FOLD_SHARE`` of it per step the way it moved over the profile's last step,
+   until Sigma/e changes sign; a fold of the solutions in x, which no fixed-x solve passes,
+   is gone round so.  Its bracket goes to regula falsi in the gap (step 3's secant), and the
+   x equation is integrated along the path in its order (past the fold x runs back).
 3. **Stationary x.** All six equations, x free, by Newton from the linear interpolation of the
    two points around the sign change; if Newton wanders off (Sigma/e is rough on a small rule),
    the bracket is bisected ``BISECTIONS`` times in log x by fixed-x solves and Newton starts
@@ -130,6 +137,10 @@ class RSBSettings:
     #: x = 209235 and 220000 and converges at 198997 and 227463; which x stall changes with the
     #: last bits of the arithmetic
     profile_skips: int = 0
+    #: fixed-gap solves at most in the continuation past a stalled profile (module doc, 2b);
+    #: 0: none, the rule ends there. At the semantic alpha = 1.5 rule 0's solutions fold over
+    #: in x at x = 21771 (width 1e-7, studies/one_step_rsb_fold.py): the profile stalls there
+    fold_steps: int = 0
 
     def __post_init__(self):
         from ..model.checks import check_int, check_number
@@ -155,6 +166,7 @@ class RSBSettings:
         if self.recentre_from is not None:
             check_number("rsb-recentre-from", self.recentre_from, 0.0, None, lo_open=True)
         check_int("rsb-profile-skips", self.profile_skips, 0, 64)
+        check_int("rsb-fold-steps", self.fold_steps, 0, 1000)
         xs = tuple(float(v) for v in self.xs)
         if not xs or any(not (b > a) for a, b in zip((self.x_ref, *xs), xs)):
             from ..model.checks import ParameterError
@@ -193,8 +205,9 @@ class RSBSettings:
         for name in ("split", "recentre_from"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
-        if self.profile_skips:
-            out["profile_skips"] = self.profile_skips
+        for name in ("profile_skips", "fold_steps"):
+            if getattr(self, name):
+                out[name] = getattr(self, name)
         return out
 
 
@@ -333,14 +346,15 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
         # had Sigma/e = -6e-9 at x = 1000, where the 1e-5 solves change sign near 2e5)
         return row.get("eps", s.eps_stages[-1]) <= s.eps_stages[-1]
 
-    def solve(key, z, hold_x=True, eps_stages=s.eps_stages):
+    def solve(key, z, hold="x", eps_stages=s.eps_stages):
+        # hold: "x" (a profile point), None (the six equations) or "gap" (q1 - q0 held, x free)
         if tuple(key) in stored:
             row = stored[tuple(key)]
         else:
             t0 = time.perf_counter()
             pt = solve_ladder(ch, alpha, z, pin=pin, **s.inner_rules(z[5]),
-                              eps_stages=eps_stages, hold_x=hold_x, tol=s.tol,
-                              max_iter=s.max_iter)
+                              eps_stages=eps_stages, hold_x=hold == "x",
+                              hold_gap=hold == "gap", tol=s.tol, max_iter=s.max_iter)
             row = {"key": list(key), "seed": seed, **pt.as_dict(),
                    "z": [float(v) for v in pt.z], "wall": time.perf_counter() - t0}
             if save:
@@ -352,14 +366,142 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
         done.append(row)
         return row
 
-    skipped, stepped = [], []       # stalled x: of the profile, of the secant (one budget)
+    # stalled solves stepped over (one budget): x of the profile, x of the secant in x, gaps
+    # of the secant in the gap
+    skipped, stepped, stepped_gap = [], [], []
 
     def result(status, why, **kw):
-        for xs, what in ((skipped, "the profile skipped"), (stepped, "the secant stepped over")):
+        for xs, what in ((skipped, "the profile skipped x"),
+                         (stepped, "the secant stepped over x"),
+                         (stepped_gap, "the secant in the gap stepped over q_1 - q_0")):
             if xs:
-                why = "; ".join(filter(None, (why, f"{what} x = " + ", ".join(
+                why = "; ".join(filter(None, (why, f"{what} = " + ", ".join(
                     f"{v:g}" for v in xs) + " (stalled)")))
         return RuleRSB(seed, status, why, rs=rs, rows=done, **kw)
+
+    def gap(row):
+        return row["q1"] - row["q0"]
+
+    def at_gap(key, z, d):
+        # the solution with q1 - q0 = d and x free, from z moved to that gap about its common
+        # level; at the finest width only (warm-started from a point solved there)
+        z = list(z)
+        mid = (z[0] + z[1]) / 2
+        z[0], z[1] = mid - d / 2, mid + d / 2
+        return solve(key, z, hold="gap", eps_stages=(s.eps_stages[-1],))
+
+    def no_change(why, path):
+        # Sigma/e did not change sign: the shifts at the last good point, the x equation
+        # integrated along the way (in path order: past a fold x runs back)
+        return result("no sign change", why, ref=ref, point=path[-1],
+                      shifts=_shifts(params, ref, path[-1], envelope_shift(path),
+                                     generalisation_error))
+
+    def continue_in_gap(profile):
+        # past a stall of the profile: the solutions followed in q1 - q0 (x free) from its last
+        # point, the way the gap moved over its last step, by FOLD_SHARE of the gap per step
+        # (a step that stalls halved, FOLD_HALVINGS times), at most fold_steps solves, until
+        # Sigma/e changes sign from + to -. Returns the path (from the profile's last point)
+        # and why it ended ("" at a sign change, its last two points around it)
+        path, before = [profile[-1]], profile[-2]
+        sign = -1.0 if gap(profile[-1]) < gap(before) else 1.0
+        share, halvings = FOLD_SHARE, 0
+        for i in range(s.fold_steps):
+            last = path[-1]
+            d = gap(last) * (1.0 + sign * share)
+            # predictor: the line through the last two points, in the gap
+            run = gap(last) - gap(before)
+            t = (d - gap(last)) / run if run else 0.0
+            row = at_gap(("gap", i, d), [u + t * (u - v) for u, v in zip(last["z"], before["z"])],
+                         d)
+            if not row["converged"]:
+                if halvings == FOLD_HALVINGS:
+                    return path, (f"at q_1 - q_0 = {d:.4g} the solve failed: {row['message']} "
+                                  f"(the step halved {FOLD_HALVINGS} times)")
+                share, halvings = share / 2, halvings + 1
+                continue
+            if not usable(row):
+                return path, f"went to q_0 = q_1 (q_1 - q_0 = {gap(row):.3g})"
+            if not s.x_ref < row["x"] <= s.xs[-1]:
+                return path, f"x left [{s.x_ref:g}, {s.xs[-1]:g}] (x = {row['x']:g})"
+            before = last
+            path.append(row)
+            share, halvings = min(FOLD_SHARE, 2 * share), 0
+            if last["sigma_over_e"] > 0 >= row["sigma_over_e"]:
+                return path, ""
+        return path, f"no sign change in {s.fold_steps} steps"
+
+    def secant(lo, hi, below, newton, by_gap):
+        # the x equation as a function of x (by_gap: of q1 - q0) along the solutions holding
+        # it: its root by regula falsi (Illinois) on the bracket [lo, hi], each point solved to
+        # tol in the five others (the x equation's rounding, 2e-9, is below SIGMA_TOL; the
+        # six-equation Newton can stall above it). Illinois halves the value kept at an end
+        # only when that end is kept twice running. ``below``: the solves up to lo, in the
+        # order of the path (by_gap) or any
+        par = gap if by_gap else (lambda r: r["x"])
+        name = "q_1 - q_0" if by_gap else "x"
+        halved, last, i, stalled = [0, 0], None, 0, None
+        while i < SECANT_STEPS:
+            if stalled is None:
+                fl = lo["sigma_over_e"] / 2 ** halved[0]
+                fh = hi["sigma_over_e"] / 2 ** halved[1]
+                t = fl / (fl - fh)
+            else:
+                # the last step stalled (at a point, not for want of one: which x stalls
+                # changes with the last bits of the arithmetic): the log-midpoint of the longer
+                # side of it
+                lp, sp, hp = (math.log(v) for v in (par(lo), stalled, par(hi)))
+                v = math.exp((lp + sp) / 2 if abs(sp - lp) > abs(hp - sp) else (sp + hp) / 2)
+                t = (v - par(lo)) / (par(hi) - par(lo))
+            z = [u + t * (v - u) for u, v in zip(lo["z"], hi["z"])]
+            if by_gap:
+                d = par(lo) + t * (par(hi) - par(lo))
+                row = at_gap(("gap-secant", i, d), z, d)
+            else:
+                # keyed by the x solved at: a resumed run replays a row only where it lands
+                # again
+                row = solve(("secant", i, z[5]), z)
+            i += 1
+            inside = min(par(lo), par(hi)) < par(row) < max(par(lo), par(hi))
+            if not (usable(row) and finest(row) and inside):
+                coarse = row["converged"] and not finest(row)
+                budget = len(skipped) + len(stepped) + len(stepped_gap)
+                if (coarse or not row["converged"]) and budget < s.profile_skips:
+                    (stepped_gap if by_gap else stepped).append(par(row))
+                    stalled = par(row)
+                    continue
+                newton += (f"; the secant in {name} stopped at step {i}: "
+                           + _what(row, finest(row)))
+                break
+            stalled = None
+            if abs(row["sigma_over_e"]) <= max(SIGMA_TOL, s.tol):
+                pt = {**row, "residual": max(row["residual"], abs(row["sigma_over_e"])),
+                      "message": f"converged (the x equation by a secant in {name} on "
+                                 f"solves holding it, {i} steps)"}
+                return result("stationary", newton + f"; solved by the secant in {name}",
+                              ref=ref, point=pt, x_star=pt["x"],
+                              shifts=_shifts(params, ref, pt, envelope(below, pt["x"], by_gap),
+                                             generalisation_error))
+            side = 0 if row["sigma_over_e"] > 0 else 1
+            halved[side] = 0
+            halved[1 - side] += last == side
+            last = side
+            if side == 0:
+                lo = row
+                below = below + [row]
+            else:
+                hi = row
+        else:
+            newton += (f"; the secant in {name} did not reach |Sigma/e| <= {SIGMA_TOL:g} in "
+                       f"{i} steps")
+        t = lo["sigma_over_e"] / (lo["sigma_over_e"] - hi["sigma_over_e"])
+        why = newton + f"; values interpolated between x = {lo['x']:g} and {hi['x']:g}"
+        interp = {k: lo[k] + t * (hi[k] - lo[k])
+                  for k in ("q0", "q1", "m", "theta", "V", "x", "eps_t")}
+        interp.update(converged=False, message=why, sigma_over_e=0.0)
+        return result("interpolated", why, ref=ref, point=interp, x_star=interp["x"],
+                      shifts=_shifts(params, ref, interp, envelope(below, interp["x"], by_gap),
+                                     generalisation_error))
 
     tries = []
     ratios = START_RATIOS
@@ -407,11 +549,18 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
                 continue
             last = profile[-1]["x"]
             what = _what(row, finest(row), "failed: ")
-            return result("no sign change", f"no change of sign of Sigma/e from + to - up to "
-                                            f"x = {last:g}; at x = {x:g} the solve {what}",
-                          ref=ref, point=profile[-1],
-                          shifts=_shifts(params, ref, profile[-1], envelope_shift(profile),
-                                         generalisation_error))
+            if not s.fold_steps or len(profile) < 2:
+                return no_change(f"no change of sign of Sigma/e from + to - up to x = {last:g}; "
+                                 f"at x = {x:g} the solve {what}", profile)
+            path, end = continue_in_gap(profile)
+            why = (f"the profile stalled at x = {x:g} (the solve {what}) with Sigma/e > 0 up "
+                   f"to x = {last:g}; continued in q_1 - q_0 from {gap(profile[-1]):.4g} to "
+                   f"{gap(path[-1]):.4g} (x = {path[-1]['x']:g}, Sigma/e = "
+                   f"{path[-1]['sigma_over_e']:+.2e})")
+            if end:
+                return no_change(f"no change of sign of Sigma/e from + to -: {why}: {end}",
+                                 profile + path[1:])
+            return secant(path[-2], path[-1], profile + path[1:-1], why, by_gap=True)
         if pending.pop(0) in s.xs:
             # halvings count per grid step: after this many, a step that keeps failing ends
             # the profile however close the last good point came
@@ -420,11 +569,8 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
         if profile[-2]["sigma_over_e"] > 0 >= row["sigma_over_e"]:
             break
     else:
-        return result("no sign change", f"no change of sign of Sigma/e from + to - up to "
-                                        f"x = {s.xs[-1]:g}", ref=ref,
-                      point=profile[-1], shifts=_shifts(params, ref, profile[-1],
-                                                        envelope_shift(profile),
-                                                        generalisation_error))
+        return no_change(f"no change of sign of Sigma/e from + to - up to x = {s.xs[-1]:g}",
+                         profile)
     lo, hi = profile[-2], profile[-1]
     below = profile[:-1]
 
@@ -436,7 +582,7 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
         return usable(st) and lo["x"] / 2 <= st["x"] <= 2 * hi["x"]
 
     z0, t = start(lo, hi)
-    st = solve(("stationary",), z0, hold_x=False, eps_stages=(s.eps_stages[-1],))
+    st = solve(("stationary",), z0, hold=None, eps_stages=(s.eps_stages[-1],))
     if not good(st, lo, hi):
         # Newton wandered (Sigma/e is rough on a small rule): narrow the bracket by bisection
         # in log x on fixed-x solves, then Newton again from closer
@@ -452,7 +598,7 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
             else:
                 hi = mid
         z0, t = start(lo, hi)
-        st = solve(("stationary", 2), z0, hold_x=False, eps_stages=(s.eps_stages[-1],))
+        st = solve(("stationary", 2), z0, hold=None, eps_stages=(s.eps_stages[-1],))
     if good(st, lo, hi):
         return result("stationary", "", ref=ref, point=st, x_star=st["x"],
                       shifts=_shifts(params, ref, st, _below(below, st["x"]),
@@ -460,63 +606,14 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
     newton = (f"the six-equation Newton from x = {z0[5]:g}: "
               + (st["message"] if not st["converged"] else
                  "went to q_0 = q_1" if collapsed(st) else f"left the bracket (x = {st['x']:g})"))
-    # the x equation as a function of x along the fixed-x solutions: its root by regula falsi
-    # (Illinois), each point solved to tol in the five others (the x equation's rounding,
-    # 2e-9, is below SIGMA_TOL; the six-equation Newton can stall above it). Illinois halves
-    # the value kept at an end only when that end is kept twice running.
-    halved, last, i, stalled = [0, 0], None, 0, None
-    while i < SECANT_STEPS:
-        if stalled is None:
-            fl = lo["sigma_over_e"] / 2 ** halved[0]
-            fh = hi["sigma_over_e"] / 2 ** halved[1]
-            t = fl / (fl - fh)
-        else:
-            # the last step stalled (at a point, not for want of one: which x stalls changes
-            # with the last bits of the arithmetic): the log-midpoint of the longer side of it
-            lx, sx, hx = (math.log(v) for v in (lo["x"], stalled, hi["x"]))
-            x = math.exp((lx + sx) / 2 if sx - lx > hx - sx else (sx + hx) / 2)
-            t = (x - lo["x"]) / (hi["x"] - lo["x"])
-        z = [u + t * (v - u) for u, v in zip(lo["z"], hi["z"])]
-        # keyed by the x solved at: a resumed run replays a row only where it lands again
-        row = solve(("secant", i, z[5]), z)
-        i += 1
-        if not (usable(row) and finest(row) and lo["x"] < row["x"] < hi["x"]):
-            coarse = row["converged"] and not finest(row)
-            if (coarse or not row["converged"]) and len(skipped) + len(stepped) < s.profile_skips:
-                stepped.append(row["x"])
-                stalled = row["x"]
-                continue
-            newton += (f"; the secant in x stopped at step {i}: " + _what(row, finest(row)))
-            break
-        stalled = None
-        if abs(row["sigma_over_e"]) <= max(SIGMA_TOL, s.tol):
-            pt = {**row, "residual": max(row["residual"], abs(row["sigma_over_e"])),
-                  "message": f"converged (the x equation by a secant in x on fixed-x solves, "
-                             f"{i} steps)"}
-            return result("stationary", newton + "; solved by the secant in x", ref=ref,
-                          point=pt, x_star=pt["x"],
-                          shifts=_shifts(params, ref, pt, _below(below, pt["x"]),
-                                         generalisation_error))
-        side = 0 if row["sigma_over_e"] > 0 else 1
-        halved[side] = 0
-        halved[1 - side] += last == side
-        last = side
-        if side == 0:
-            lo = row
-            below = below + [row]
-        else:
-            hi = row
-    else:
-        newton += f"; the secant in x did not reach |Sigma/e| <= {SIGMA_TOL:g} in {i} steps"
-    t = lo["sigma_over_e"] / (lo["sigma_over_e"] - hi["sigma_over_e"])
-    why = newton + f"; values interpolated between x = {lo['x']:g} and {hi['x']:g}"
-    interp = {k: lo[k] + t * (hi[k] - lo[k])
-              for k in ("q0", "q1", "m", "theta", "V", "x", "eps_t")}
-    interp.update(converged=False, message=why, sigma_over_e=0.0)
-    return result("interpolated", why, ref=ref, point=interp, x_star=interp["x"],
-                  shifts=_shifts(params, ref, interp, _below(below, interp["x"]),
-                                 generalisation_error))
+    return secant(lo, hi, below, newton, by_gap=False)
 
+
+#: the continuation past a stalled profile: its step, a share of q1 - q0, and how many times
+#: a step that stalls is halved before it stops (studies/one_step_rsb_fold.py: steps of 1 %
+#: pass the fold at the semantic alpha = 1.5 on rule 0)
+FOLD_SHARE = 0.01
+FOLD_HALVINGS = 3
 
 #: fixed-x bisections of the bracket before Newton is tried a second time
 BISECTIONS = 3
@@ -534,6 +631,13 @@ def _below(rows, x_star) -> float:
     """The x equation integrated from x_ref to ``x_star`` over the solves below it."""
     return envelope_shift(sorted((r for r in rows if r["x"] < x_star), key=lambda r: r["x"]),
                           x_star)
+
+
+def envelope(rows, x_star, path: bool) -> float:
+    """The x equation integrated from x_ref to ``x_star``: over ``rows`` in their order (a path
+    that may run back in x past a fold; its last row next to ``x_star``), else over the rows
+    below ``x_star`` (:func:`_below`)."""
+    return envelope_shift(rows, x_star) if path else _below(rows, x_star)
 
 
 def _shifts(params, ref, pt, d_env, generalisation_error) -> dict:
