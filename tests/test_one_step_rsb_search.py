@@ -727,7 +727,9 @@ def test_cli_fold_steps_end_honestly_and_resume_with_more(monkeypatch, tmp_path,
             "--rsb-log2n", "8", "--rsb-rules", "2", "--rsb-xs", "30,100,300,1000,3000",
             "--log2n", "8", "--rules", "2", "--json", "--out", str(out)]
     assert main(argv + ["--rsb-fold-steps", "10"]) == 3
-    rule = json.loads(capsys.readouterr().out)["per_rule"][0]
+    printed = capsys.readouterr()
+    assert "up to 10 steps in q1 - q0 past a stalled profile" in printed.err
+    rule = json.loads(printed.out)["per_rule"][0]
     assert rule["status"] == "no sign change"
     assert "continued in q_1 - q_0" in rule["why"] and "no sign change in 10 steps" in rule["why"]
     # the point reported is where the continuation stopped, ten steps of 1 % down in the gap

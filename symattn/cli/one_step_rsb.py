@@ -182,8 +182,10 @@ def run_fixed_point(args, params, settings) -> int:
         print(f"symattn: 1RSB, {args.branch} branch at alpha = {args.alpha:g}: {rsb.rules} rules "
               f"of 2^{rsb.log2n} outer points, inner {rsb.coarse}^2 / {rsb.fine}^2"
               + (f" / split 2 x {rsb.split}^2" if rsb.split else "")
-              + ", smoothing " + ", ".join(f"{e:g}" for e in rsb.eps_stages) + "; saved to "
-              f"{out}" + (f" (resuming: {len(run.rows)} solves done)" if run.rows else ""),
+              + ", smoothing " + ", ".join(f"{e:g}" for e in rsb.eps_stages)
+              + (f", up to {rsb.fold_steps} steps in q1 - q0 past a stalled profile"
+                 if rsb.fold_steps else "") + f"; saved to {out}"
+              + (f" (resuming: {len(run.rows)} solves done)" if run.rows else ""),
               file=sys.stderr, flush=True)
         try:
             rs = fixed_point_estimate(params, args.branch, args.alpha, settings).to_dict()
