@@ -642,8 +642,9 @@ class FoldFake:
 
     XF, DF, K, DS, SF = 2000.0, 0.02, 1e7, 0.012, 5.0
 
-    def __init__(self):
-        self.calls = []
+    def __init__(self, coarse_above=None):
+        # fixed-x solves above this x converge at the first smoothing width only
+        self.calls, self.coarse_above = [], coarse_above
 
     def x_of(self, d):
         return self.XF - self.K * (d - self.DF) ** 2
@@ -661,9 +662,11 @@ class FoldFake:
             d, ok = z[1] - z[0], False
         z[1], z[0] = 0.5, 0.5 - d
         sigma = self.SF * (d - self.DS)
+        coarse = hold_x and self.coarse_above is not None and z[5] > self.coarse_above
         return OneStepRSBPoint(alpha, z, [0.0] * 5, E0, 1e-10 if ok else 0.1, ok, 3,
                                "converged" if ok else "no step lowers the residual 0.1",
-                               eps=kw["eps_stages"][-1], sigma_over_e=sigma if ok else 0.0)
+                               eps=kw["eps_stages"][0 if coarse else -1],
+                               sigma_over_e=sigma if ok else 0.0)
 
 
 def test_past_a_fold_in_x_the_gap_continuation_finds_the_stationary_point(monkeypatch):
@@ -746,3 +749,20 @@ def test_cli_fold_steps_end_honestly_and_resume_with_more(monkeypatch, tmp_path,
     assert grown["header"]["rsb"]["fold_steps"] == 200
     assert main(argv + ["--rsb-fold-steps", "-1"]) == 2
     assert_one_line_error(capsys, "rsb-fold-steps")
+
+
+def test_the_gap_continuation_starts_from_the_last_point_at_the_finest_width(monkeypatch):
+    """A profile point solved only at a coarser width (accepted there, Sigma/e > 0) is not
+    where the continuation starts: its steps are solved at the finest width, from the last
+    profile point solved there (x = 1000, D = 0.03) and the one before."""
+    from dataclasses import replace
+    f = FoldFake(coarse_above=1500.0)
+    monkeypatch.setattr(one_step_rsb, "solve_ladder", f)
+    s = replace(SETTINGS, rules=1, xs=(30.0, 100.0, 300.0, 1000.0, 3000.0), fold_steps=200)
+    rows = []
+    rule = one_step_rsb_estimate(ModelParams(), "semantic", 1.5, s, save=rows.append).per_rule[0]
+    # the profile took x = 1732 at the coarse width (then stalled at 3000 and 2279)
+    assert any(r["key"][0] == "profile" and r["converged"] and r["x"] > 1700 for r in rows)
+    assert "continued in q_1 - q_0 from 0.03 (x = 1000)" in rule.why, rule.why
+    assert rule.status == "stationary"
+    assert rule.x_star == pytest.approx(1360.0, rel=1e-9)

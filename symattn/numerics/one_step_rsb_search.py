@@ -401,10 +401,14 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
         # past a stall of the profile: the solutions followed in q1 - q0 (x free) from its last
         # point, the way the gap moved over its last step, by FOLD_SHARE of the gap per step
         # (a step that stalls halved, FOLD_HALVINGS times), at most fold_steps solves, until
-        # Sigma/e changes sign from + to -. Returns the path (from the profile's last point)
-        # and why it ended ("" at a sign change, its last two points around it)
-        path, before = [profile[-1]], profile[-2]
-        sign = -1.0 if gap(profile[-1]) < gap(before) else 1.0
+        # Sigma/e changes sign from + to -. Returns the path (from the profile's last point at
+        # the finest width: the steps are solved there) and why it ended ("" at a sign
+        # change, its last two points around it)
+        fine = [r for r in profile if finest(r)]
+        if len(fine) < 2:
+            return fine[-1:] or profile[-1:], "fewer than two profile points at the last width"
+        path, before = [fine[-1]], fine[-2]
+        sign = -1.0 if gap(path[0]) < gap(before) else 1.0
         share, halvings = FOLD_SHARE, 0
         for i in range(s.fold_steps):
             last = path[-1]
@@ -553,14 +557,16 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
                 return no_change(f"no change of sign of Sigma/e from + to - up to x = {last:g}; "
                                  f"at x = {x:g} the solve {what}", profile)
             path, end = continue_in_gap(profile)
+            # the way in order: the profile up to the path's start, then the path
+            trail = profile[:profile.index(path[0])] + path
             why = (f"the profile stalled at x = {x:g} (the solve {what}) with Sigma/e > 0 up "
-                   f"to x = {last:g}; continued in q_1 - q_0 from {gap(profile[-1]):.4g} to "
-                   f"{gap(path[-1]):.4g} (x = {path[-1]['x']:g}, Sigma/e = "
-                   f"{path[-1]['sigma_over_e']:+.2e})")
+                   f"to x = {last:g}; continued in q_1 - q_0 from {gap(path[0]):.4g} "
+                   f"(x = {path[0]['x']:g}) to {gap(path[-1]):.4g} (x = {path[-1]['x']:g}, "
+                   f"Sigma/e = {path[-1]['sigma_over_e']:+.2e})")
             if end:
                 return no_change(f"no change of sign of Sigma/e from + to -: {why}: {end}",
-                                 profile + path[1:])
-            return secant(path[-2], path[-1], profile + path[1:-1], why, by_gap=True)
+                                 trail)
+            return secant(path[-2], path[-1], trail[:-1], why, by_gap=True)
         if pending.pop(0) in s.xs:
             # halvings count per grid step: after this many, a step that keeps failing ends
             # the profile however close the last good point came
