@@ -521,16 +521,23 @@ def _jacobian_basis(free) -> np.ndarray:
     return B
 
 
+#: the Jacobian's step in x, relative: at the semantic alpha = 1.5 (rule 0, x = 1.8e4, inner
+#: rules recentred on the tilted measure) the x column at steps of 1e-6 x is noise and Newton
+#: holding the gap stalls; at 1e-4 x it converges (studies/one_step_rsb_x_column.py)
+X_STEP = 1e-4
+
+
 def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: int = 40,
-                       step: float = 1e-6, hold_x: bool = False, hold_gap: bool = False,
-                       progress=None) -> OneStepRSBPoint:
+                       step: float = 1e-6, x_step: float = X_STEP, hold_x: bool = False,
+                       hold_gap: bool = False, progress=None) -> OneStepRSBPoint:
     r"""Newton on the 1RSB residual from ``z0 = (q0, q1, m, theta, V, x)`` (module doc); the
     pinned coordinate (``fmap.pin``) is held at zero, and ``x`` too with ``hold_x`` (then the
     x equation is not solved: the profile :math:`\Phi(x)`).  With ``hold_gap`` the gap
     :math:`q_1 - q_0` of ``z0`` is held instead and ``x`` is free, the x equation again not
     solved: the same solutions parametrised by the gap, which passes where they fold over in
-    ``x`` (continuation past such a fold).  Returns the point reached with its status (not
-    converged: the message says why)."""
+    ``x`` (continuation past such a fold).  Forward-difference steps: ``step`` (relative
+    above 1) in the order parameters, ``x_step`` times x in x.  Returns the point reached with
+    its status (not converged: the message says why)."""
     if hold_x and hold_gap:
         raise ValueError("hold_x and hold_gap: one of them, not both")
     held = {fmap.pin, "x" if hold_x else None}
@@ -560,7 +567,7 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
         # solves in B and maps back
         J = np.full((len(eqs), len(eqs)), np.nan)
         for c, k in enumerate(free[j] for j in cols):
-            h = step * max(1.0, abs(z[k]))
+            h = x_step * z[5] if k == 5 else step * max(1.0, abs(z[k]))
             if B[1, c] != B[0, c]:
                 # a column that moves q1 - q0: a step well inside it (at the semantic alpha_c
                 # q1 - q0 ~ 1e-5, where 1e-6 misses the derivative by 15%)
