@@ -8,16 +8,18 @@ continuation (``--rsb-fold-steps``) starts a step from the line through the last
 instead.  This takes the study's last two converged points and solves the next step, 1 % and
 3 % down in D, four ways: from the last point (the study's start) at the width 1e-7; from
 the line at 1e-7 (the search's); from the line through the ladder 1e-4, 1e-5, 1e-7; from
-the line at 1e-6.
+the line at 1e-6; each with Newton's x column stepped by 1e-6 x (before X_STEP) and by
+1e-4 x (X_STEP, studies/one_step_rsb_x_column.py).
 
 Writes studies/data/one_step_rsb_fold_predictor.json.  Rerun:
-``python studies/one_step_rsb_fold_predictor.py`` (about 3 minutes on one core, 8 GB for the
+``python studies/one_step_rsb_fold_predictor.py`` (about 6 minutes on one core, 8 GB for the
 2^24 band).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 from pathlib import Path
@@ -25,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from symattn.model.params import ModelParams
+from symattn.numerics import one_step_rsb
 from symattn.numerics.one_step_rsb import solve_ladder
 from symattn.numerics.one_step_rsb_search import RSBSettings, rule_channel
 
@@ -33,6 +36,8 @@ FOLD = ROOT / "data" / "one_step_rsb_fold.json"
 OUT = ROOT / "data" / "one_step_rsb_fold_predictor.json"
 ALPHA, SEED, TOL = 1.5, 0, 1e-9
 SHARES = (0.01, 0.03)
+X_STEPS = (1e-6, 1e-4)
+NEWTON = one_step_rsb.solve_one_step_rsb
 #: (name, start, smoothing widths)
 WAYS = (("last point, 1e-7", "point", (1e-7,)), ("line, 1e-7", "line", (1e-7,)),
         ("line, ladder 1e-4 1e-5 1e-7", "line", (1e-4, 1e-5, 1e-7)),
@@ -59,19 +64,25 @@ def main():
     for share in SHARES:
         d = gap * (1 - share)
         line = last + (d - gap) / (gap - (before[1] - before[0])) * (last - before)
-        for name, start, eps in WAYS:
+        for (name, start, eps), x_step in ((w, h) for w in WAYS for h in X_STEPS):
             z = (last if start == "point" else line).copy()
             mid = (z[0] + z[1]) / 2
             z[0], z[1] = mid - d / 2, mid + d / 2
             t0 = time.perf_counter()
-            pt = solve_ladder(ch, ALPHA, z, pin="m", **s.inner_rules(z[5]), eps_stages=eps,
-                              hold_gap=True, tol=TOL, max_iter=s.max_iter)
-            row = {"share": share, "way": name, "D": d, "converged": bool(pt.converged),
+            # solve_ladder's Newton with this x step (it looks the function up in its module)
+            one_step_rsb.solve_one_step_rsb = functools.partial(NEWTON, x_step=x_step)
+            try:
+                pt = solve_ladder(ch, ALPHA, z, pin="m", **s.inner_rules(z[5]), eps_stages=eps,
+                                  hold_gap=True, tol=TOL, max_iter=s.max_iter)
+            finally:
+                one_step_rsb.solve_one_step_rsb = NEWTON
+            row = {"share": share, "way": name, "x_step": x_step, "D": d,
+                   "converged": bool(pt.converged),
                    "eps": pt.eps, "residual": pt.residual, "x": float(pt.z[5]),
                    "sigma_over_e": pt.sigma_over_e, "message": pt.message,
                    "wall": time.perf_counter() - t0}
             out.append(row)
-            print(f"  {share:.0%}, {name}: {'converged' if pt.converged else 'stalled'} at "
+            print(f"  {share:.0%}, {name}, x step {x_step:g} x: {'converged' if pt.converged else 'stalled'} at "
                   f"{pt.residual:.1e}, x = {row['x']:.1f}, Sigma/e = {pt.sigma_over_e:+.3e} "
                   f"({row['wall']:.0f} s)", flush=True)
     args.out.write_text(json.dumps({"alpha": ALPHA, "seed": SEED, "band": band.as_dict(),
