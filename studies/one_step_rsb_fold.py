@@ -16,7 +16,10 @@ fixed-x solve beyond the turn has a root nearby, and stepping in x cannot pass i
    it, Sigma/e.
 
 Writes studies/data/one_step_rsb_fold.json.  Rerun: ``python studies/one_step_rsb_fold.py``
-(about 15 minutes on one core, 8 GB for the 2^24 band).
+(about 15 minutes on one core, 8 GB for the 2^24 band).  The data was made with Newton's x
+column stepped by 1e-6 x, before ``X_STEP`` (1e-4 x): its fixed-D stalls below
+D = 1.8375e-8 were that column (``studies/one_step_rsb_fold_predictor.py``), and a rerun
+goes further.
 """
 
 from __future__ import annotations
