@@ -642,9 +642,12 @@ class FoldFake:
 
     XF, DF, K, DS, SF = 2000.0, 0.02, 1e7, 0.012, 5.0
 
-    def __init__(self, coarse_above=None):
-        # fixed-x solves above this x converge at the first smoothing width only
+    def __init__(self, coarse_above=None, ds=None):
+        # fixed-x solves above this x converge at the first smoothing width only; ds: where
+        # Sigma/e changes sign (below x = 0's gap, 0.00586: it stays positive on the branch)
         self.calls, self.coarse_above = [], coarse_above
+        if ds is not None:
+            self.DS = ds
 
     def x_of(self, d):
         return self.XF - self.K * (d - self.DF) ** 2
@@ -766,3 +769,20 @@ def test_the_gap_continuation_starts_from_the_last_point_at_the_finest_width(mon
     assert "continued in q_1 - q_0 from 0.03 (x = 1000)" in rule.why, rule.why
     assert rule.status == "stationary"
     assert rule.x_star == pytest.approx(1360.0, rel=1e-9)
+
+
+def test_a_branch_that_runs_back_to_small_x_ends_the_continuation_honestly(monkeypatch):
+    """Past the fold the branch runs back towards x = 0 with Sigma/e > 0 all the way (so on
+    the semantic alpha = 1.5, rule 0): the continuation stops where its next start would fall
+    below x_ref, and the rule has no sign change (not a result), its point the last one."""
+    from dataclasses import replace
+    f = FoldFake(ds=0.004)
+    monkeypatch.setattr(one_step_rsb, "solve_ladder", f)
+    s = replace(SETTINGS, rules=1, xs=(30.0, 100.0, 300.0, 1000.0, 3000.0), fold_steps=300)
+    rule = one_step_rsb_estimate(ModelParams(), "semantic", 1.5, s).per_rule[0]
+    assert rule.status == "no sign change", rule.why
+    assert "x falls below x_ref = 10" in rule.why
+    # the last point: past the fold (gap below D_F) at small x, Sigma/e still positive
+    pt = rule.point
+    assert pt["q1"] - pt["q0"] < FoldFake.DF and SETTINGS.x_ref < pt["x"] < 300.0
+    assert pt["sigma_over_e"] > 0

@@ -417,8 +417,12 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
             # predictor: the line through the last two points, in the gap
             run = gap(last) - gap(before)
             t = (d - gap(last)) / run if run else 0.0
-            row = at_gap(("gap", i, d), [u + t * (u - v) for u, v in zip(last["z"], before["z"])],
-                         d)
+            z = [u + t * (u - v) for u, v in zip(last["z"], before["z"])]
+            if not s.x_ref < z[5]:
+                # the branch runs back to small x (past a fold, with Sigma/e -> 0 as x -> 0)
+                return path, (f"x falls below x_ref = {s.x_ref:g} (the next step's start: "
+                              f"x = {z[5]:.4g})")
+            row = at_gap(("gap", i, d), z, d)
             if not row["converged"]:
                 if halvings == FOLD_HALVINGS:
                     return path, (f"at q_1 - q_0 = {d:.4g} the solve failed: {row['message']} "
