@@ -21,9 +21,10 @@ On each scrambled Sobol rule of ``2^log2n`` outer points, after the RS fixed poi
    far), the solutions are followed in :math:`q_1 - q_0` instead (held, x free; the same
    equations) from the profile's last point at the finest width, by ``FOLD_SHARE`` of it per
    step the way it moved over the step before, each step started from the line through the
-   last two points (``studies/one_step_rsb_fold_predictor.py``), until Sigma/e changes sign; a fold of the solutions in x, which no fixed-x solve passes,
-   is gone round so.  Its bracket goes to regula falsi in the gap (step 3's secant), and the
-   x equation is integrated along the path in its order (past the fold x runs back).
+   last two points (``studies/one_step_rsb_fold_predictor.py``), until Sigma/e changes sign
+   or x falls below x_ref.  A fold of the solutions in x, which no fixed-x solve passes, is
+   gone round so.  A bracket goes to regula falsi in the gap (step 3's secant), and the x
+   equation is integrated along the path in its order (past the fold x runs back).
 3. **Stationary x.** All six equations, x free, by Newton from the linear interpolation of the
    two points around the sign change; if Newton wanders off (Sigma/e is rough on a small rule),
    the bracket is bisected ``BISECTIONS`` times in log x by fixed-x solves and Newton starts
@@ -399,8 +400,8 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
                                      generalisation_error))
 
     def continue_in_gap(profile):
-        # past a stall of the profile: the solutions followed in q1 - q0 (x free) from its last
-        # point, the way the gap moved over its last step, by FOLD_SHARE of the gap per step
+        # past a stall of the profile: the solutions followed in q1 - q0 (x free), the way the
+        # gap moved over the step before, by FOLD_SHARE of the gap per step
         # (a step that stalls halved, FOLD_HALVINGS times), at most fold_steps solves, until
         # Sigma/e changes sign from + to -. Returns the path (from the profile's last point at
         # the finest width: the steps are solved there) and why it ended ("" at a sign
