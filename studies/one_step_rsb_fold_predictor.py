@@ -82,7 +82,8 @@ def main():
                    "sigma_over_e": pt.sigma_over_e, "message": pt.message,
                    "wall": time.perf_counter() - t0}
             out.append(row)
-            print(f"  {share:.0%}, {name}, x step {x_step:g} x: {'converged' if pt.converged else 'stalled'} at "
+            done = "converged" if pt.converged else "stalled"
+            print(f"  {share:.0%}, {name}, x step {x_step:g} x: {done} at "
                   f"{pt.residual:.1e}, x = {row['x']:.1f}, Sigma/e = {pt.sigma_over_e:+.3e} "
                   f"({row['wall']:.0f} s)", flush=True)
     args.out.write_text(json.dumps({"alpha": ALPHA, "seed": SEED, "band": band.as_dict(),
