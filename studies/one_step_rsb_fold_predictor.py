@@ -26,10 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from symattn.model.params import ModelParams
 from symattn.numerics import one_step_rsb
 from symattn.numerics.one_step_rsb import solve_ladder
-from symattn.numerics.one_step_rsb_search import RSBSettings, rule_channel
+from one_step_rsb_fold import band_rule
 
 ROOT = Path(__file__).resolve().parent
 FOLD = ROOT / "data" / "one_step_rsb_fold.json"
@@ -48,9 +47,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
-    # the fold study's settings (the run files' at x >= 1e4)
-    s = RSBSettings(log2n=10, band_log2n=24, split=16, recentre_from=1e4)
-    ch, fp, band, used = rule_channel(ModelParams(), "semantic", ALPHA, SEED, s)
+    s, ch, band = band_rule(ALPHA, SEED)       # the fold study's settings
     rows = [r for r in json.loads(FOLD.read_text())["fixed_d"] if r["converged"]]
 
     def z_of(r):

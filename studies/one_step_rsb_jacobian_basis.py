@@ -23,16 +23,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 from unittest import mock
 
 import numpy as np
 
-from symattn.model.params import ModelParams
 from symattn.numerics import one_step_rsb
 from symattn.numerics.one_step_rsb import OneStepRSBMap, solve_one_step_rsb
-from symattn.numerics.one_step_rsb_search import RSBSettings, rule_channel
+from one_step_rsb_fold import band_rule
 
 OUT = Path(__file__).resolve().parent / "data" / "one_step_rsb_jacobian_basis.json"
 ALPHA, SEED = 1.5, 2
@@ -48,11 +46,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
-    s = RSBSettings(log2n=10, band_log2n=24, split=16, recentre_from=1e4)
-    t0 = time.perf_counter()
-    ch, fp, band, used = rule_channel(ModelParams(), "semantic", ALPHA, SEED, s)
-    print(f"rule {SEED}: band of {band.n_band} points ({time.perf_counter() - t0:.0f} s)",
-          flush=True)
+    s, ch, band = band_rule(ALPHA, SEED)
 
     def fresh():
         return OneStepRSBMap(ch, ALPHA, pin="m", eps=s.eps_stages[-1],

@@ -27,9 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from symattn.model.params import ModelParams
 from symattn.numerics.one_step_rsb import OneStepRSBMap, solve_one_step_rsb
-from symattn.numerics.one_step_rsb_search import RSBSettings, rule_channel
+from one_step_rsb_fold import band_rule
 
 ROOT = Path(__file__).resolve().parent
 RUN = ROOT / "data" / "one_step_rsb_cli" / \
@@ -43,8 +42,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
-    s = RSBSettings(log2n=10, band_log2n=24, split=16, recentre_from=1e4)
-    ch, fp, band, used = rule_channel(ModelParams(), "semantic", ALPHA, SEED, s)
+    s, ch, band = band_rule(ALPHA, SEED)
     rows = {tuple(r["key"]): r for r in json.loads(RUN.read_text())["rows"]
             if r["seed"] == SEED}
     last = np.array(rows[("profile", 17320.508075688773)]["z"])
