@@ -317,3 +317,14 @@ def test_holding_the_gap_passes_a_fold_in_x():
     assert pt.sigma_over_e == pytest.approx(-1e-3 * (d - 2e-8))
     with pytest.raises(ValueError, match="not both"):
         solve_one_step_rsb(fmap, z0, hold_x=True, hold_gap=True)
+
+
+def test_a_start_outside_the_domain_is_a_failed_solve_not_an_exception():
+    """A start with q1 <= q0 (an extrapolated start can be one) returns a point that did not
+    converge and says why; a search goes on from it instead of ending in a traceback."""
+    from symattn.numerics.one_step_rsb import solve_one_step_rsb
+    fmap = _FoldInX()
+    pt = solve_one_step_rsb(fmap, [0.5, 0.5, 0.0, 0.2, 1.0, 21000.0], hold_gap=True)
+    assert not pt.converged and pt.iterations == 0
+    assert pt.message.startswith("invalid start") and "q1 <= q0" in pt.message
+    assert pt.residual == float("inf") and np.isnan(pt.eps_t)

@@ -553,7 +553,13 @@ def solve_one_step_rsb(fmap: OneStepRSBMap, z0, *, tol: float = 1e-8, max_iter: 
         z[2] = 0.0
     if fmap.pin == "theta":
         z[3] = 0.0
-    res, hats, phi = fmap.evaluate(z)
+    try:
+        res, hats, phi = fmap.evaluate(z)
+    except InvalidOrderParameters as err:
+        # a start outside the domain (an extrapolated start can be): a failed solve that
+        # says so, not a traceback out of a long search
+        return OneStepRSBPoint(fmap.alpha, z, np.full(5, np.nan), float("nan"), float("inf"),
+                               False, 0, f"invalid start: {err}")
     msg = ""
     it = 0
     for it in range(1, max_iter + 1):
