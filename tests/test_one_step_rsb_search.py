@@ -7,6 +7,7 @@ search reports has an independent value (and the tests take seconds, not hours).
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 from conftest import assert_one_line_error
@@ -115,11 +116,34 @@ def test_collapse_onto_rs_is_retried_then_reported(fake):
     assert est.shifts["d_eps_t"] == (0.0, 0.0)
 
 
+def test_a_rule_without_the_rs_fixed_point_fails_and_the_others_go_on(fake, monkeypatch):
+    """Near a branch end a small rule may have no RS fixed point of the branch (the semantic
+    alpha = 0.8, rule 2 of 2^10): that rule fails and says why; the search goes on (it used to
+    end the whole run, the other rules' results unwritten)."""
+    from symattn.numerics import one_step_rsb_search as search
+    from symattn.numerics.branches import BranchNotFound
+    fake()
+    real = search.rule_channel
+
+    def channel(params, branch, alpha, seed, settings):
+        if seed == 1:
+            raise BranchNotFound("semantic branch not found at alpha = 0.8")
+        return real(params, branch, alpha, seed, settings)
+
+    monkeypatch.setattr(search, "rule_channel", channel)
+    lines = []
+    est = one_step_rsb_estimate(ModelParams(), "positional", 1.0,
+                                replace(SETTINGS, rules=3), progress=lines.append)
+    assert [r.status for r in est.per_rule] == ["stationary", "failed", "stationary"]
+    assert "no RS fixed point" in est.per_rule[1].why and "0.8" in est.per_rule[1].why
+    assert any(line.startswith("rule 1: no RS fixed point") for line in lines)
+    assert est.status == "converged" and est.note.startswith("rules: 2 stationary, 1 failed")
+
+
 def test_with_a_jump_band_q0_eq_q1_is_judged_against_the_band_s_d_star(fake, monkeypatch):
     # q1 - q0 = 1e-6 q1 = 1e-7 is below COLLAPSED q1: on the plain rule every start reduces
     # to RS; with a band whose small-D theory predicts D* = 1e-8 the floor is COLLAPSED_BAND
     # D* = 1e-10 < 1e-7, and the same points are a 1RSB one
-    from dataclasses import replace
     from types import SimpleNamespace
 
     from symattn.numerics import one_step_rsb_search as search
@@ -143,7 +167,6 @@ def test_with_a_jump_band_q0_eq_q1_is_judged_against_the_band_s_d_star(fake, mon
 def test_with_a_jump_band_the_reference_is_tried_from_three_gaps(fake, monkeypatch):
     # starts at q_RS - k D* for k = 1, 3, 6 (D* = 1e-8, q_RS = 0.1): Newton stalls from the
     # first two (q0/q1 above 1 - 4e-7) and converges from the third
-    from dataclasses import replace
     from types import SimpleNamespace
 
     from symattn.numerics import one_step_rsb_search as search
@@ -164,7 +187,6 @@ def test_with_a_jump_band_the_reference_is_tried_from_three_gaps(fake, monkeypat
     (lambda k: 5000, 24, [18]),                    # enough at the first
 ])
 def test_band_points_chooses_the_dense_rule_per_rule(monkeypatch, count, top, tried):
-    from dataclasses import replace
     from types import SimpleNamespace
 
     from symattn.numerics import branches, jump_band
@@ -192,7 +214,6 @@ def test_with_band_points_a_band_the_base_rule_already_holds_is_not_used(monkeyp
     # at 2^18 dense points for 2^10 base ones the base rule holds n_band / 256 band points on
     # average: 4 or more (1024 and up) and the plain rule resolves the point (the positional
     # branch at alpha_c: 2831, i.e. 11)
-    from dataclasses import replace
     from types import SimpleNamespace
 
     from symattn.numerics import branches, channel, jump_band
@@ -212,7 +233,6 @@ def test_with_band_points_a_band_the_base_rule_already_holds_is_not_used(monkeyp
 
 def test_an_unused_band_says_why(fake, monkeypatch):
     # 2831 band points of 2^18 for 2^10 base points: the base rule holds 11.1 on average
-    from dataclasses import replace
     from types import SimpleNamespace
 
     from symattn.numerics import one_step_rsb_search
@@ -325,7 +345,6 @@ def test_with_profile_skips_a_stalled_secant_step_is_stepped_over(fake, monkeypa
     # with the arithmetic). Without skips the rule is interpolated; with one, the log-midpoint
     # of the longer side of 400 in the bracket, sqrt(348.72 * 400) = 373.5, is solved
     # (Sigma/e > 0, the new lower end), and regula falsi lands on 400 again, which converges
-    from dataclasses import replace
     f = fake(newton=False)
     seen = []
 
@@ -372,7 +391,6 @@ def test_a_point_solved_only_at_a_coarser_width_neither_ends_a_profile_nor_solve
         return pt
 
     monkeypatch.setattr(one_step_rsb, "solve_ladder", solver)
-    from dataclasses import replace
     est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, replace(SETTINGS, rules=1))
     rule = est.per_rule[0]
     fixed = [x for hold, x in f.calls if hold]
@@ -597,7 +615,6 @@ def test_with_profile_skips_a_grid_x_that_keeps_stalling_is_stepped_over(fake, m
     # fixed-x solves stall at x = 300 only: its halvings (173, then 228) converge but 300 keeps
     # stalling; without skips the profile ends there, with one skip 1000 is tried from 228 and
     # the sign change at X0 = 400 is found between them
-    from dataclasses import replace
     f = fake()
     monkeypatch.setattr(f, "_stalls", lambda z: z[5] == 300.0)
     est = one_step_rsb_estimate(ModelParams(), "positional", 1.0, SETTINGS)
@@ -676,7 +693,6 @@ def test_past_a_fold_in_x_the_gap_continuation_finds_the_stationary_point(monkey
     """The profile climbs the branch towards the fold (Sigma/e > 0 all the way) and stalls past
     it; with fold steps the search follows the solutions in q1 - q0 round the fold and solves
     the x equation on the branch beyond it, and integrates the x equation along that path."""
-    from dataclasses import replace
 
     from scipy.integrate import quad
     f = FoldFake()
@@ -758,7 +774,6 @@ def test_the_gap_continuation_starts_from_the_last_point_at_the_finest_width(mon
     """A profile point solved only at a coarser width (accepted there, Sigma/e > 0) is not
     where the continuation starts: its steps are solved at the finest width, from the last
     profile point solved there (x = 1000, D = 0.03) and the one before."""
-    from dataclasses import replace
     f = FoldFake(coarse_above=1500.0)
     monkeypatch.setattr(one_step_rsb, "solve_ladder", f)
     s = replace(SETTINGS, rules=1, xs=(30.0, 100.0, 300.0, 1000.0, 3000.0), fold_steps=200)
@@ -775,7 +790,6 @@ def test_a_branch_that_runs_back_to_small_x_ends_the_continuation_honestly(monke
     """Past the fold the branch runs back towards x = 0 with Sigma/e > 0 all the way (so on
     the semantic alpha = 1.5, rule 0): the continuation stops where its next start would fall
     below x_ref, and the rule has no sign change (not a result), its point the last one."""
-    from dataclasses import replace
     f = FoldFake(ds=0.004)
     monkeypatch.setattr(one_step_rsb, "solve_ladder", f)
     s = replace(SETTINGS, rules=1, xs=(30.0, 100.0, 300.0, 1000.0, 3000.0), fold_steps=300)

@@ -318,9 +318,17 @@ def rule_one_step_rsb(params, branch: str, alpha: float, seed: int, settings: RS
     if branch not in ("positional", "semantic"):
         from ..model.checks import ParameterError
         raise ParameterError("branch", f"1RSB needs positional or semantic, got {branch!r}")
+    from .branches import BranchNotFound
     pin = "m" if branch == "semantic" else "theta"
     s = settings
-    ch, fp, band, used = rule_channel(params, branch, alpha, seed, s)
+    try:
+        ch, fp, band, used = rule_channel(params, branch, alpha, seed, s)
+    except BranchNotFound as exc:
+        # near a branch end a small rule may have no fixed point of the branch (the semantic
+        # alpha = 0.8 on rule 2 of 2^10): this rule fails, the others go on
+        if progress:
+            progress(f"rule {seed}: no RS fixed point on this rule: {exc}")
+        return RuleRSB(seed, "failed", f"no RS fixed point of the branch on this rule: {exc}")
     if band is not None and progress:
         base = band.n_band * 2.0 ** (s.log2n - band.dense_log2n)
         why = ("no point in it" if band.n_band == 0 or band.D_pred <= 0 else
