@@ -64,7 +64,8 @@ def load(name: str) -> tuple[dict | None, str]:
 
 def row(branch: str, alpha: float) -> dict:
     """One point's numbers: status, rules, x*, 1 - q0/q1, the shifts of eps_t by both routes
-    (absolute and relative to RS), and the RS-stability verdict with beta*."""
+    and of eps_g, RS's eps_t (for the relative shift), and the RS-stability verdict with
+    beta*."""
     name, how = POINTS[branch, alpha]
     res, why = load(name)
     out = {"branch": branch, "alpha": alpha, "file": name, "settings": how}

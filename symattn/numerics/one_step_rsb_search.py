@@ -1,7 +1,8 @@
 r"""The 1RSB point of one branch at one alpha, with error bars over scrambled rules
 (``symattn fixed-point --rsb 1``, ``thresholds --rsb 1``; docs: stability, 'One-step RSB').
 
-On each scrambled Sobol rule of ``2^log2n`` outer points, after the RS fixed point on that rule:
+On each scrambled Sobol rule of ``2^log2n`` outer points, after the RS fixed point on that rule
+(a rule on which the branch has none, as near a branch end, *fails*; the others go on):
 
 1. **Reference.** The five 1RSB equations in :math:`(q_0, q_1, m\text{ or }\theta, V)` at
    :math:`x_{\rm ref}` (default 10: the tilt :math:`e^{-x\mathcal M}` varies by about 1e-3 over
