@@ -77,7 +77,7 @@ def row(branch: str, alpha: float) -> dict:
     out.update(status=res["status"], note=res.get("note", ""), eps_t_rs=rs["eps_t"],
                verdict=stab.get("verdict"), beta_star=stab.get("beta_star"))
     sh = res.get("shifts") or {}
-    if "x_star" in sh and res["status"] in ("converged", "interpolated"):
+    if "x_star" in sh:            # converged or interpolated
         gap = sh["q0_over_q1"]
         out.update(x_star=sh["x_star"], gap=[1 - gap[0], gap[1]],
                    d_eps_t=sh["d_eps_t"], d_eps_t_envelope=sh["d_eps_t_envelope"],
