@@ -44,7 +44,8 @@ POINTS = {
                               "-eps1e-7-log2n12.json",
                               "2^12 outer points, band 2^24, split 16, recentred, eps 1e-7"),
     ("semantic", 1.5): ("fixed-point-rsb1-semantic-alpha1.5-omega0.3-band24-split16-eps1e-7"
-                        "-rules5.json", "band 2^24, split 16, recentred, eps 1e-7, 5 rules"),
+                        "-log2n12.json",
+                        "2^12 outer points, band 2^24, split 16, recentred, eps 1e-7"),
     ("semantic", 1.75): ("fixed-point-rsb1-semantic-alpha1.75-omega0.3.json", "defaults"),
     ("semantic", 2.0): ("fixed-point-rsb1-semantic-alpha2-omega0.3.json", "defaults"),
 }
