@@ -46,11 +46,16 @@ XS = (185000.0, 198000.0, 212000.0, 227951.0)
 
 def profile_shifts(rows, params, slope):
     """Per converged fixed-x row of the rule (the reference, the profile, the bisections and
-    the secant's steps), by x: x, D, Sigma/e and the paired shifts."""
-    rows = sorted((r for r in rows if r["converged"]
-                   and r["key"][0] in ("ref", "profile", "bisect", "secant")),
+    the secant's steps), by x: x, D, Sigma/e and the paired shifts.
+
+    The reference is the rule's last converged ``ref`` row: the search tries its starts in
+    order and keeps the first usable point, so an earlier converged one was rejected (it went
+    to q0 = q1) and the profile does not start from it."""
+    refs = [r for r in rows if r["converged"] and r["key"][0] == "ref"]
+    ref = refs[-1]
+    rows = sorted([ref] + [r for r in rows if r["converged"]
+                           and r["key"][0] in ("profile", "bisect", "secant")],
                   key=lambda r: r["x"])
-    ref = rows[0]
 
     def eps_g(r):
         return generalisation_error(params, r["q1"], r["m"], r["theta"], coarse=0)[0]

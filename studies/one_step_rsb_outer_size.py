@@ -37,7 +37,7 @@ TABLE = ROOT / "data" / "one_step_rsb_outer_size.md"
 FIGURE = ROOT.parent / "docs" / "figures" / "one_step_rsb_outer_size.png"
 STEM = "fixed-point-rsb1-semantic-alpha1.4922707-omega0.3-band24-split16-eps1e-7"
 #: outer points (log2) -> run file at alpha_l
-RUNS = {10: f"{STEM}-rules5.json", 12: f"{STEM}-log2n12.json", 14: f"{STEM}-log2n14.json"}
+RUNS = {10: f"{STEM}-rules5.json", 12: f"{STEM}-log2n12-rules6.json", 14: f"{STEM}-log2n14.json"}
 #: the common profile x at which every rule's shift is compared
 X_COMMON = 10000.0
 

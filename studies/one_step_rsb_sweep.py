@@ -41,7 +41,7 @@ POINTS = {
     ("semantic", 1.2515356): ("fixed-point-rsb1-semantic-alpha1.2515356-omega0.3-band20-split16"
                               ".json", "band 2^20, split 16, recentred"),
     ("semantic", 1.4922707): ("fixed-point-rsb1-semantic-alpha1.4922707-omega0.3-band24-split16"
-                              "-eps1e-7-log2n12.json",
+                              "-eps1e-7-log2n12-rules6.json",
                               "2^12 outer points, band 2^24, split 16, recentred, eps 1e-7"),
     ("semantic", 1.5): ("fixed-point-rsb1-semantic-alpha1.5-omega0.3-band24-split16-eps1e-7"
                         "-log2n12.json",
