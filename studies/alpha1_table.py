@@ -13,7 +13,9 @@ Inputs, all in the repository:
   Delta eps_t by both routes of the profile study (difference of fixed points; x equation
   integrated).  Shifts are mean +- standard error over the rules; the 1RSB column adds them to
   the RS values of the first input (2^10-point rules are 3 % off in theta by themselves, their
-  differences are not);
+  differences are not); and, where ``CLI_FILES`` names one, a second 1RSB row from the result of
+  a ``symattn fixed-point --rsb 1`` run file on larger outer rules (its shifts, mean +-
+  standard error over its stationary rules, added to the same RS values);
 * finite size: studies/data/minima_landscape.json, the lowest minimum of each class per
   instance: the intercept of the least-squares fit on the teacher norm |Q*|^2/d - 1 (the
   control variate of studies/alpha1_discrepancy.py: eps_t and theta scale with the teacher's
@@ -38,6 +40,9 @@ PROFILES = HERE / "data" / "one_step_rsb_energy"
 LANDSCAPE = HERE / "data" / "minima_landscape.json"
 OUT = HERE / "data" / "alpha1_table.md"
 BRANCHES = ("positional", "semantic")
+#: branch -> a fixed-point --rsb 1 run file at alpha = 1 on larger outer rules (commands:
+#: studies/data/one_step_rsb_cli/README.md)
+CLI_FILES = {"positional": "fixed-point-rsb1-positional-alpha1-omega0.3-log2n12.json"}
 
 
 def rs_values() -> dict:
@@ -61,6 +66,28 @@ def rsb_shifts(branch: str):
     sys.path.insert(0, str(HERE))
     from one_step_rsb_energy import stationary
     return stationary(json.loads(path.read_text()), branch)
+
+
+def cli_row(branch: str, r: dict, k: str) -> str | None:
+    """The table row of ``CLI_FILES[branch]``'s result, or ``None`` (no file, no result)."""
+    name = CLI_FILES.get(branch)
+    path = HERE / "data" / "one_step_rsb_cli" / (name or "")
+    if not name or not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    res = data.get("result") or {}
+    sh = res.get("shifts")
+    if not sh:
+        return None
+    log2n = data["header"]["rsb"]["log2n"]
+    d_k = sh["d_m" if k == "m" else "d_theta"]
+    return (f"| 1RSB, 2^{log2n} outer points, x* = {pm(*sh['x_star'], '.0f')} ({res['note']}) | "
+            f"{fmt(r['q'] + sh['d_q1'][0], sh['d_q1'][1])} | "
+            f"{fmt(r['q'] + sh['d_q0'][0], sh['d_q0'][1])} | "
+            f"{fmt(r[k] + d_k[0], d_k[1])} | "
+            f"RS + {pm(*sh['d_eps_t_envelope'], '.1e')} (x equation) or "
+            f"{pm(*sh['d_eps_t'], '.1e')} (difference) | "
+            f"{pm(1 - sh['q0_over_q1'][0], sh['q0_over_q1'][1], '.4f')} |")
 
 
 def landscape():
@@ -147,6 +174,9 @@ def main():
         else:
             why = "; ".join(sorted({p["why"] for p in per})) or "no profile"
             lines.append(f"| 1RSB | no 1RSB point ({why}) | | | | |")
+        row = cli_row(b, r, k)
+        if row:
+            lines.append(row)
         for (bb, d), v in sorted(fs.items()):
             if bb != b:
                 continue

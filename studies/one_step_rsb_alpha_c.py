@@ -14,6 +14,11 @@ profile of studies/one_step_rsb_energy.py at alpha = 1.2515356 (both estimates, 
 stationary x of each rule: ``stationary``); Delta^sem from the semantic profile there if it has
 a stationary point, else taken as 0 and said so.
 
+The same shift from the run files of ``symattn fixed-point --rsb 1`` at alpha_c (``RUN_FILES``:
+positional on rules of 2^12 outer points, semantic with the jump band and the split inner rule;
+commands in studies/data/one_step_rsb_cli/README.md): each file's result holds both estimates as
+mean +- standard error over its stationary rules.
+
 Rerun: ``python studies/one_step_rsb_alpha_c.py`` (about 2 minutes for the RS input the first
 time).
 """
@@ -29,6 +34,15 @@ HERE = Path(__file__).resolve().parent
 ALPHA_C = 1.2515356
 RS_CACHE = HERE / "data" / "one_step_rsb_alpha_c_rs.json"
 PROFILES = HERE / "data" / "one_step_rsb_energy"
+CLI = HERE / "data" / "one_step_rsb_cli"
+#: branch -> run files at alpha_c, the first that exists with a result is used
+RUN_FILES = {
+    "positional": ("fixed-point-rsb1-positional-alpha1.2515356-omega0.3-log2n12-rules4.json",
+                   "fixed-point-rsb1-positional-alpha1.2515356-omega0.3-log2n12.json"),
+    "semantic": ("fixed-point-rsb1-semantic-alpha1.2515356-omega0.3-band20-split16.json",),
+}
+#: the run files' names for the two estimates -> the profile study's
+ROUTES = {"d_eps_t_envelope": "x equation", "d_eps_t": "difference"}
 
 
 def slope() -> tuple:
@@ -63,6 +77,36 @@ def correction(branch: str):
     return per, f"{n_conv} of {len(entry['rows'])} solves converged"
 
 
+def shift(delta_sem, delta_pos, Dp) -> tuple:
+    """``(delta alpha_c, its standard error)`` from the branches' ``(mean, se)`` corrections."""
+    (ds, dse), (dp, dpe) = delta_sem, delta_pos
+    return -(ds - dp) / Dp, math.sqrt(dpe ** 2 + dse ** 2) / abs(Dp)
+
+
+def from_run_files(Dp: float) -> None:
+    """alpha_c^1RSB from the run files' results (``RUN_FILES``), both estimates."""
+    got = {}
+    for b, names in RUN_FILES.items():
+        for name in names:
+            path = CLI / name
+            res = json.loads(path.read_text()).get("result") if path.exists() else None
+            if res and res.get("shifts"):
+                got[b] = res
+                print(f"{b}: {name}: {res['note']}; x* = {res['shifts']['x_star'][0]:.0f} +- "
+                      f"{res['shifts']['x_star'][1]:.0f}")
+                break
+        else:
+            print(f"{b}: no run file with a result ({', '.join(names)})")
+    if len(got) < 2:
+        return
+    for key, route in ROUTES.items():
+        sem, pos = got["semantic"]["shifts"][key], got["positional"]["shifts"][key]
+        delta, err = shift(sem, pos, Dp)
+        print(f"{route:>10s}: Delta^pos = {pos[0]:+.3e} +- {pos[1]:.1e}, Delta^sem = "
+              f"{sem[0]:+.2e} +- {sem[1]:.1e}: delta alpha_c = {delta:+.2e} +- {err:.1e}  ->  "
+              f"alpha_c^1RSB = {ALPHA_C + delta:.5f} +- {err:.5f}")
+
+
 def main():
     from symattn.stats import mean_se
     Dp, Dp_err = slope()
@@ -88,12 +132,11 @@ def main():
         print("semantic correction taken as 0 (no 1RSB point distinct from RS found at alpha_c);"
               " a positive one would add Delta^sem / |D'| to alpha_c")
     for route in ("d_eps_envelope", "d_eps_direct"):
-        dp, dpe = shifts["positional"][route]
-        ds, dse = sem[route] if sem else (0.0, 0.0)
-        delta = -(ds - dp) / Dp
-        err = math.sqrt(dpe ** 2 + dse ** 2) / abs(Dp)
+        delta, err = shift(sem[route] if sem else (0.0, 0.0), shifts["positional"][route], Dp)
         print(f"{route.split('_')[-1]:>9s}: delta alpha_c = {delta:+.2e} +- {err:.1e}  ->  "
               f"alpha_c^1RSB = {ALPHA_C + delta:.5f} +- {err:.5f} (RS {ALPHA_C})")
+    print("\nfrom the run files of fixed-point --rsb 1:")
+    from_run_files(Dp)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,8 @@ FIGURE = ROOT.parent / "docs" / "figures" / "one_step_rsb_sweep.png"
 POINTS = {
     ("positional", 0.8): ("fixed-point-rsb1-positional-alpha0.8-omega0.3.json", "defaults"),
     ("positional", 1.0): ("fixed-point-rsb1-positional-alpha1-omega0.3.json", "defaults"),
-    ("positional", 1.2515356): ("thresholds-rsb1-omega0.3.json#positional", "defaults"),
+    ("positional", 1.2515356): ("fixed-point-rsb1-positional-alpha1.2515356-omega0.3-log2n12"
+                                "-rules4.json", "2^12 outer points"),
     ("positional", 1.5): ("fixed-point-rsb1-positional-alpha1.5-omega0.3.json", "defaults"),
     ("positional", 1.75): ("fixed-point-rsb1-positional-alpha1.75-omega0.3.json", "defaults"),
     ("positional", 2.0): ("fixed-point-rsb1-positional-alpha2-omega0.3.json", "defaults"),
