@@ -99,12 +99,22 @@ def from_run_files(Dp: float) -> None:
             print(f"{b}: no run file with a result ({', '.join(names)})")
     if len(got) < 2:
         return
+    from symattn.stats import mean_se
     for key, route in ROUTES.items():
         sem, pos = got["semantic"]["shifts"][key], got["positional"]["shifts"][key]
         delta, err = shift(sem, pos, Dp)
         print(f"{route:>10s}: Delta^pos = {pos[0]:+.3e} +- {pos[1]:.1e}, Delta^sem = "
               f"{sem[0]:+.2e} +- {sem[1]:.1e}: delta alpha_c = {delta:+.2e} +- {err:.1e}  ->  "
               f"alpha_c^1RSB = {ALPHA_C + delta:.5f} +- {err:.5f}")
+        # every positional rule with shifts, those without a stationary x at their last point
+        # (leaving them out is a selection)
+        every = [r for r in got["positional"].get("per_rule", []) if r.get("shifts")]
+        if len(every) > sum(r["status"] == "stationary" for r in every) and len(every) > 1:
+            pos_all = mean_se([r["shifts"][key] for r in every])
+            delta, err = shift(sem, pos_all, Dp)
+            print(f"{'':>10s}  all {len(every)} positional rules (the others at their last "
+                  f"point): Delta^pos = {pos_all[0]:+.3e} +- {pos_all[1]:.1e}: delta alpha_c = "
+                  f"{delta:+.2e} +- {err:.1e}")
 
 
 def main():
