@@ -17,7 +17,8 @@ a stationary point, else taken as 0 and said so.
 The same shift from the run files of ``symattn fixed-point --rsb 1`` at alpha_c (``RUN_FILES``:
 positional on rules of 2^12 outer points, semantic with the jump band and the split inner rule;
 commands in studies/data/one_step_rsb_cli/README.md): each file's result holds both estimates as
-mean +- standard error over its stationary rules.
+mean +- standard error over its stationary rules; the shift is also printed over every
+positional rule with shifts, those without a stationary x at their last point.
 
 Rerun: ``python studies/one_step_rsb_alpha_c.py`` (about 2 minutes for the RS input the first
 time).
