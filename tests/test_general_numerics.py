@@ -38,14 +38,17 @@ def test_paper_case_through_the_general_path(branch, alpha, pin):
 
 
 def test_three_tokens_fixed_point_and_free_entropy_identity():
-    """L = 3, simplex encodings: a semantic fixed point to 1e-10, where Phi = -eps_t (model
-    page §4's identity, here a check of the general equations: it holds only at a stationary
-    point of Phi; 1e-12 is the fixed point's residual times the O(1) sensitivities)."""
+    """L = 3, simplex encodings: a semantic fixed point to 1e-10, where Phi equals minus the
+    training loss computed directly, alpha E[loss(prox)] + lambda Tr q / (2 sigma^2) (model
+    page §4's identity, here a check of the generated general equations: it holds only at a
+    stationary point of Phi; 1e-12 is the fixed point's residual times the O(1)
+    sensitivities)."""
     p = ModelParams(A=A3, Pi="simplex")
     ch = GeneralChannel(p, nodes_for(p, 12, 0))
     fp = solve_general(ch, 1.5, _x(0.1, [0, 0, 0], 0.1, 15.0))
     assert fp.converged and fp.residual <= 1e-10
-    assert abs(fp.phi + fp.eps_t) <= 1e-12
+    direct = 1.5 * fp.E_loss + p.lam * float(np.trace(fp.x.q)) / (2 * p.sigma**2)
+    assert abs(fp.phi + direct) <= 1e-12
     assert fp.x.theta[0, 0] > 0.1          # semantic: far from the trivial point
     # not converged is reported as such
     short = solve_general(ch, 1.5, _x(0.1, [0, 0, 0], 0.1, 15.0), max_iter=1)
@@ -157,11 +160,11 @@ def test_eps_lin_by_rqmc_is_the_gauss_hermite_value():
 def test_a_root_on_a_switching_node_is_reached_by_smoothing_and_says_so():
     """Rank-2 student, omega = 0.1, alpha = 0.3, pinned positional, 2^12 points, seed 0: at the
     root one node's two lowest minima tie, and the hard-choice map jumps there (by 2.5e-3 in
-    the residual along every coordinate; studies/general_smoothing.py), so Newton stalls.  The
-    continuation in the smoothing width converges, at a width it reports; a solve that may not
-    widen (``eps_max = tol``) says it did not converge.  The answer does not hang on the width:
-    the root smoothed over 1e-6 has the same eps_t to 1e-9 (the rule's integration error in
-    eps_t is about 1e-6)."""
+    the residual along every coordinate; docs/numerics.md, 'The general model', "Newton with a
+    smooth Jacobian"), so Newton stalls.  The continuation in the smoothing width converges, at
+    a width it reports; a solve that may not widen (``eps_max = tol``) says it did not converge.
+    The answer does not hang on the width: the root smoothed over 1e-6 has the same eps_t to
+    1e-9 (the rule's integration error in eps_t is about 1e-6)."""
     from symattn.numerics.general_search import search_starts
     p = ModelParams(r=2, omega=0.1)
     ch = GeneralChannel(p, nodes_for(p, 12, 0))

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
+from ..compile.general_equations import general_equations
 from ..compile.generated import shape_kernels
 from ..compile.shape import Shape
 from ..model import ModelParams
@@ -69,6 +70,12 @@ class InvalidGeneralOrderParameters(ValueError):
 
 def _sym(X):
     return (X + X.T) / 2
+
+
+def _upper(X) -> np.ndarray:
+    """The upper triangle of a square matrix, row by row (the generated equations' layout of
+    a symmetric matrix and of a triangular factor)."""
+    return np.asarray(X, float)[np.triu_indices(X.shape[0])]
 
 
 @dataclass(frozen=True)
@@ -147,6 +154,8 @@ class GeneralChannel:
         L, r, rt = params.L, params.r, params.r_t
         self.shape = Shape(L=L, r=r, r_t=rt)
         self.kernels = shape_kernels(self.shape)
+        self.equations = general_equations(self.shape)
+        self.params_shape = (L, r, rt)
         n = nodes.size
         pts = nodes.points
         if pts.shape[1] != L * (r + rt):
@@ -262,15 +271,11 @@ class GeneralChannel:
             means = {k: means[k] + second[k] for k in means}
         near = np.full_like(h, np.nan)
         near[tie] = h2[tie]
-        KiT = np.linalg.inv(K).T
-        BiT = np.linalg.inv(B).T
-        th_hat = alpha * BiT @ means["Sef"]
-        hats = {
-            "q_hat": alpha * _sym(means["Sff"]),
-            "M_hat": alpha * means["EF"],
-            "theta_hat": th_hat,
-            "V_hat": _sym(-alpha * KiT @ means["Sxf"] + np.linalg.solve(x.q, x.theta.T) @ th_hat),
-        }
+        out = self.equations.output_equations(
+            means["atoms"], _upper(np.linalg.inv(K).T), _upper(np.linalg.inv(B).T),
+            _upper(x.q), x.theta.ravel(), float(alpha), float(self.params.rho))
+        H = OrderParameters.from_flat(out, *self.params_shape)
+        hats = {"q_hat": H.q, "M_hat": H.M, "theta_hat": H.theta, "V_hat": H.V}
         for name in pin:
             hats[f"{name}_hat"] = np.zeros_like(hats[f"{name}_hat"])
         return GeneralState(x=x, means=means, hats=hats, prox=h, n_failed=int((~conv).sum()),
@@ -278,32 +283,26 @@ class GeneralChannel:
 
     def _means(self, x, h, w, T, G, wt, idx) -> dict:
         """The means of step 3 over the nodes ``idx`` with prox ``h``, value ``G`` and weights
-        ``wt``."""
+        ``wt``: ``atoms`` (the generated atoms' order, :mod:`symattn.compile.general_equations`),
+        ``EM`` and ``Eloss``."""
         n = h.shape[0]
-        f = (h - w) @ np.linalg.inv(_sym(x.V))
-        loss = np.empty(n)
-        self.kernels.loss_nodes(np.ascontiguousarray(h.reshape(n, -1)), T, self.params.sigma,
-                                loss)
-        return {
-            "Sff": np.einsum("n,nla,nlb->ab", wt, f, f),
-            "EF": np.einsum("n,nla->la", wt, f),
-            "Sxf": np.einsum("n,nla,nlb->ab", wt, self.xi[idx], f),
-            "Sef": np.einsum("n,nlc,nlb->cb", wt, self.eta[idx], f),
-            "EM": float(wt @ G),
-            "Eloss": float(wt @ loss),
-        }
+        rows = np.empty((n, self.equations.N_ATOMS + 1))
+        self.equations.atom_nodes(
+            np.ascontiguousarray(self.xi[idx]), np.ascontiguousarray(self.eta[idx]),
+            np.ascontiguousarray(h.reshape(n, -1)), np.ascontiguousarray(w.reshape(n, -1)),
+            np.ascontiguousarray(np.linalg.inv(_sym(x.V))), np.ascontiguousarray(T),
+            float(self.params.sigma), rows)
+        sums = wt @ rows
+        return {"atoms": sums[:-1], "EM": float(wt @ G), "Eloss": float(sums[-1])}
 
     def prior(self, hats: dict) -> OrderParameters:
-        """The prior equations (module doc, step 4)."""
+        """The prior equations (module doc, step 4; generated)."""
         p = self.params
-        s2 = p.sigma**2
-        A = p.lam * np.eye(p.r) + s2 * hats["V_hat"]
-        Ai = np.linalg.inv(A)
-        Pi = p.Pi_array
-        Mh, th = hats["M_hat"], hats["theta_hat"]
-        inner = s2 * hats["q_hat"] + Mh.T @ Pi @ Mh + s2 * p.rho * th.T @ th
-        return OrderParameters(q=_sym(s2 * Ai @ inner @ Ai), M=Pi @ Mh @ Ai,
-                               theta=s2 * p.rho * th @ Ai, V=_sym(s2 * Ai))
+        out = self.equations.prior_equations(
+            _upper(hats["q_hat"]), hats["M_hat"].ravel(), hats["theta_hat"].ravel(),
+            _upper(hats["V_hat"]), _upper(p.Pi_array), float(p.sigma), float(p.lam),
+            float(p.rho))
+        return OrderParameters.from_flat(out, *self.params_shape)
 
     def step(self, x: OrderParameters, alpha: float, warm=None, only_warm: bool = False,
              pin: tuple = (), eps: float = 0.0):
@@ -314,18 +313,17 @@ class GeneralChannel:
 
 
 def general_free_entropy(params: ModelParams, state: GeneralState, alpha: float) -> float:
-    r""":math:`\Phi` of :mod:`symattn.symbolic.general` at the state's point and hats; at a fixed
-    point it must equal :math:`-(\alpha\mathbb E\ell + \lambda\mathrm{Tr}\,q/(2\sigma^2))`
-    (model page §4's check, for the general model)."""
+    r""":math:`\Phi` of :mod:`symattn.symbolic.general` at the state's point and hats (generated,
+    :mod:`symattn.compile.general_equations`); at a fixed point it must equal
+    :math:`-(\alpha\mathbb E\ell + \lambda\mathrm{Tr}\,q/(2\sigma^2))` (model page §4's check,
+    for the general model)."""
     x, h = state.x, state.hats
-    s2 = params.sigma**2
-    A = params.lam * np.eye(params.r) + s2 * h["V_hat"]
-    Pi = params.Pi_array
-    inner = (s2 * h["q_hat"] + h["M_hat"].T @ Pi @ h["M_hat"]
-             + s2 * params.rho * h["theta_hat"].T @ h["theta_hat"])
-    return float(np.trace(h["V_hat"] @ x.q) / 2 - np.trace(h["q_hat"] @ x.V) / 2
-                 - np.sum(h["M_hat"] * x.M) - np.sum(h["theta_hat"] * x.theta)
-                 + np.trace(np.linalg.solve(A, inner)) / 2 - alpha * state.means["EM"])
+    eqs = general_equations(Shape(L=params.L, r=params.r, r_t=params.r_t))
+    return float(eqs.phi(_upper(x.q), x.M.ravel(), x.theta.ravel(), _upper(x.V),
+                         _upper(h["q_hat"]), h["M_hat"].ravel(), h["theta_hat"].ravel(),
+                         _upper(h["V_hat"]), float(state.means["EM"]), _upper(params.Pi_array),
+                         float(alpha), float(params.sigma), float(params.lam),
+                         float(params.rho)))
 
 
 @dataclass
@@ -349,6 +347,10 @@ class GeneralFixedPoint:
     E_M: float = float("nan")
     #: the smoothing width of the minimiser selection it is a fixed point at
     eps: float = 0.0
+    #: :math:`\mathbb E\ell(\mathrm{prox})`: with the penalty, the training loss computed
+    #: directly, :math:`\alpha\mathbb E\ell + \lambda\mathrm{Tr}\,q/(2\sigma^2)`, which a
+    #: fixed point's ``eps_t = -phi`` must equal (model page §4's check)
+    E_loss: float = float("nan")
     #: the RS-stability report (:mod:`symattn.numerics.general_stability`), attached to the
     #: fixed points symattn reports (the search's, the thresholds' at ``alpha_c``), not to
     #: every solve
@@ -609,12 +611,11 @@ def solve_general(channel: GeneralChannel, alpha: float, x0: OrderParameters, *,
         message = f"residual {res:.3g} > tol {tol:g} after {it} Newton steps"
     xo = OrderParameters.from_flat(x1, L, r, rt)
     phi = general_free_entropy(p, st1, alpha)
-    eps_t = alpha * st1.means["Eloss"] + p.lam * float(np.trace(xo.q)) / (2 * p.sigma**2)
     return GeneralFixedPoint(x=xo, alpha=alpha, converged=converged, residual=res,
-                             iterations=it, eps_t=eps_t, phi=phi, n_failed=st1.n_failed,
+                             iterations=it, eps_t=-phi, phi=phi, n_failed=st1.n_failed,
                              wall_time=time.perf_counter() - t0, rule=channel.nodes.label,
                              message=message, history=history, E_M=float(st1.means["EM"]),
-                             eps=used)
+                             E_loss=float(st1.means["Eloss"]), eps=used)
 
 
 #: the smoothing widths of :func:`solve_general`'s continuation when Newton does not converge

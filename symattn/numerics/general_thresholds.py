@@ -181,7 +181,8 @@ def theta_stability(channel: GeneralChannel, x: OrderParameters, alpha: float) -
           - \delta_{cc'}\,\big(K^{-\top}\textstyle\sum_l\mathbb E[\xi_lf_l^\top]\big)_{bb'}/\sqrt\rho\Big),
 
     and :math:`\delta\theta = \sigma^2\rho\,\delta\hat\theta\,\mathcal A^{-1}` (the prior
-    equation).  At the paper's shape this is :mod:`symattn.numerics.bifurcation`'s
+    equation's derivative, generated: ``prior_theta_jacobian`` of
+    :mod:`symattn.compile.general_equations`).  At the paper's shape this is :mod:`symattn.numerics.bifurcation`'s
     :math:`\lambda_\theta` (``tests/test_general_thresholds.py``).
     """
     p = channel.params
@@ -201,12 +202,14 @@ def theta_stability(channel: GeneralChannel, x: OrderParameters, alpha: float) -
     for c in range(p.r_t):
         D[c, :, c, :] -= uf.T
     D *= alpha / np.sqrt(rho)
-    Ai = np.linalg.inv(p.lam * np.eye(p.r) + p.sigma**2 * st.hats["V_hat"])
     n = p.r_t * p.r
+    Vh = st.hats["V_hat"]
+    prior = np.reshape(channel.equations.prior_theta_jacobian(
+        Vh[np.triu_indices(p.r)], float(p.sigma), float(p.lam), float(rho)), (n, n))
     J = np.empty((n, n))
     for k in range(n):
         c, b = divmod(k, p.r)
-        J[:, k] = (p.sigma**2 * rho * D[:, :, c, b] @ Ai).ravel()
+        J[:, k] = prior @ D[:, :, c, b].ravel()
     return float(np.max(np.linalg.eigvals(J).real)), J
 
 
