@@ -23,10 +23,10 @@ Every run is classified (``positional``: ``|m| >= 0.1`` and ``|theta| < 0.04``; 
 ``theta >= 0.04`` and ``|m| < 0.1``; ``trivial``: ``q < 0.005``; otherwise ``mixed``), distinct
 minima are identified per instance (``min |Q -+ Q_j| / |Q_j| > 1e-3``), and for each class the
 LOWEST minimum per instance is compared with the RS theory of that branch (``symattn
-fixed-point``, cached in studies/results/alpha1_discrepancy_theory.json): mean +- standard error
+fixed-point``, cached in studies/data/alpha1_discrepancy_theory.json): mean +- standard error
 over instances of ``sim - theory``, and the same after a teacher-norm control variate
 (least-squares regression on ``|Q*|^2/d - 1``; the intercept is reported).  Raw per-run results
-(every solve) are written to ``--out`` (JSON, default studies/results/alpha1_discrepancy.json)
+(every solve) are written to ``--out`` (JSON, default studies/data/alpha1_discrepancy.json)
 after every instance.
 
 Found (docs/numerics.md, 'Theory against finite-size training', "Not resolved (open in issue
@@ -72,7 +72,7 @@ from symattn.numerics.observables import generalisation_error
 from symattn.stats import mean_se
 
 #: where the results and the cached RS theory go by default
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent / "data"
 CLASSES = ("positional", "semantic", "mixed", "trivial")
 QUANTS = ("q", "m", "theta", "eps_t", "eps_g")
 
@@ -278,7 +278,7 @@ def main(argv=None):
     ap.add_argument("--log2n", type=int, default=14)
     ap.add_argument("--out", default=str(RESULTS / "alpha1_discrepancy.json"),
                     help="raw per-run results (JSON), rewritten after every instance "
-                         "(default: studies/results/alpha1_discrepancy.json)")
+                         "(default: studies/data/alpha1_discrepancy.json)")
     ap.add_argument("--semantic-only", action="store_true",
                     help="only the semantic warm start and its hops (cheap control runs)")
     ap.add_argument("--summary-only", action="store_true", help="only re-print the table of --out")

@@ -34,6 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
+if __package__ in (None, ""):     # run as a file, python studies/NAME.py: the repository root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 HERE = Path(__file__).resolve().parent
 RS_CACHE = HERE / "data" / "alpha1_table_rs.json"
 PROFILES = HERE / "data" / "one_step_rsb_energy"
@@ -63,8 +66,7 @@ def rsb_shifts(branch: str):
     path = PROFILES / f"{branch}_1.json"
     if not path.exists():
         return None
-    sys.path.insert(0, str(HERE))
-    from one_step_rsb_energy import stationary
+    from studies.one_step_rsb_energy import stationary
     return stationary(json.loads(path.read_text()), branch)
 
 
@@ -91,8 +93,7 @@ def cli_row(branch: str, r: dict, k: str) -> str | None:
 
 
 def landscape():
-    sys.path.insert(0, str(HERE))
-    from alpha1_discrepancy import _cv
+    from studies.alpha1_discrepancy import _cv
     from symattn.stats import mean_se
     if not LANDSCAPE.exists():
         return {}

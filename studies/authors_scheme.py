@@ -13,7 +13,7 @@ scheme and lands on a spurious positional point (``m ~ 0.14``).
 Rerun
 -----
 ``.venv/bin/python studies/authors_scheme.py`` runs the default study (16 min on one core of a shared
-2-core machine) and writes ``studies/results/authors_scheme.json``; pieces already in that file
+2-core machine) and writes ``studies/data/authors_scheme.json``; pieces already in that file
 are skipped on a rerun (``--only 1,3a`` restricts, ``--force`` recomputes the selected pieces,
 ``--summary`` prints the table of saved results).  ``--only 4w`` adds the threshold scan with warm starts
 (3 min more).  ``--help`` lists options.
@@ -72,7 +72,7 @@ Stored theory curves, ``theory/repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv``
 into :data:`AUTHORS_CSV` below (the ``_agno`` file, theta = m = 0, is the trivial point and not used).
 
 Findings (measured 2026-12-02 with ``.venv/bin/python studies/authors_scheme.py``; the full table is in
-``studies/results/authors_scheme.json``)
+``studies/data/authors_scheme.json``)
 ---------------------------------------------------------------------------------------------------
 Machine: 2 cores, shared with other jobs (load 2-4 during the run); the whole default study took 16.3 min
 wall.  "authors/symattn - 1" is the relative difference of the authors' scheme to symattn.
@@ -146,7 +146,7 @@ from symattn.runs import atomic_write_text
 
 HERE = Path(__file__).resolve().parent
 CUBATURE_FILE = HERE / "data" / "authors_cubature.json"
-RESULTS_FILE = HERE / "results" / "authors_scheme.json"
+RESULTS_FILE = HERE / "data" / "authors_scheme.json"
 SYMATTN = HERE.parent / ".venv" / "bin" / "symattn"
 
 #: The authors' iteration (notebook In[51], In[54]).

@@ -34,7 +34,7 @@ give the rule counts they state)::
     python studies/branch_ends.py --log2n 14 --rules 4
     python studies/branch_ends.py --log2n 14 --rules 6 --criticality
     python studies/branch_ends.py --omega 0.15 --log2n 13 --rules 4 --criticality
-    python studies/branch_ends.py --log2n 12 --rules 2 --scan --out studies/results/branch_ends.json
+    python studies/branch_ends.py --log2n 12 --rules 2 --scan --out studies/data/branch_ends.json
 
 (the third also with ``--omega 0`` and ``--omega 0.45``).
 """

@@ -12,7 +12,7 @@ compare::
     python studies/compiled_equivalence.py --compare old.json new.json
 
 The script imports ``symattn`` from the working directory it runs in, so it measures that
-checkout.  Timings are after a warm-up (a scramble of 2^8), one process, both cores free.  Stored results: ``studies/results/compiled_equivalence_*.json``.
+checkout.  Timings are after a warm-up (a scramble of 2^8), one process, both cores free.  Stored results: ``studies/data/compiled_equivalence_*.json``.
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ import sys
 import time
 
 import numpy as np
-
-sys.path.insert(0, os.getcwd())
 
 #: order parameters (q, m, theta, V) near alpha_c (the main job's fixed points)
 POINTS = {
@@ -107,6 +105,7 @@ def compare(old_path, new_path):
 
 
 def main(argv=None):
+    sys.path.insert(0, os.getcwd())      # the symattn of the checkout it runs in (module doc)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--record", metavar="FILE")
     ap.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"))

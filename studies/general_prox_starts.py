@@ -6,11 +6,12 @@ At order parameters near fixed points of several shapes, the prox from the start
 shape) is compared node by node with a brute-force search: ``--rounds`` rounds of
 ``--starts`` random starts per node around ``w`` (spread ``(0.5 + round) sqrt(max eig V)``),
 on the rules of ``--seeds``.  A node is *missed* when the brute force finds a value lower by
-more than ``1e-9``.  ``--first-column``: the earlier start set, ``+-h*`` in the first
-``min(r, r_t)`` columns, for comparison.
+more than ``1e-9``.
 
 Rerun: ``python studies/general_prox_starts.py [--log2n 11] [--starts 64] [--rounds 4]
-[--seeds 5] [--first-column]``.
+[--seeds 5]``.  (The ``--first-column`` comparison below, the earlier start set with ``+-h*``
+in the first ``min(r, r_t)`` columns, patched the numpy start list that the fused compiled
+channel pass replaced; it is in this file's git history.)
 Measured 2026-12-02 (2^11 nodes, 256 random starts per node, seed 5, first-column embedding):
 0 missed nodes in the first five cases (largest excess 2e-17).  Measured 2026-12-03 (2^12
 nodes, 256 random starts, seeds 0 1 2 3): at the rank-2 positional point of omega = 0.2 the
@@ -57,22 +58,6 @@ def cases():
     ]
 
 
-def first_column_starts(self, w, hs, U, warm=None, only_warm=False):
-    """The earlier start set: ``+-h*`` in the first ``min(r, r_t)`` columns (the current set,
-    :meth:`GeneralChannel.starts`, with its embedding, entries 1 and 2, replaced)."""
-    out = CURRENT_STARTS(self, w, hs, U, warm, only_warm)
-    if only_warm:
-        return out
-    k = min(self.params.r, self.params.r_t)
-    emb = np.zeros_like(w)
-    emb[:, :, :k] = hs[:, :, :k]
-    out[1:3] = [emb, -emb]
-    return out
-
-
-CURRENT_STARTS = GeneralChannel.starts
-
-
 def brute_force(ch: GeneralChannel, x: OrderParameters, starts: int, rounds: int, seed: int = 1):
     """``(G, best)``: the start set's values and the lowest value found by random starts."""
     w, hs, T, h, G, conv, G2, _ = ch.prox(x)
@@ -99,11 +84,7 @@ def main(argv=None):
     ap.add_argument("--starts", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--seeds", type=int, nargs="+", default=[5])
-    ap.add_argument("--first-column", action="store_true",
-                    help="the earlier start set (+-h* in the first columns)")
     args = ap.parse_args(argv)
-    if args.first_column:
-        GeneralChannel.starts = first_column_starts
     for label, p, x in cases():
         for seed in args.seeds:
             ch = GeneralChannel(p, nodes_for(p, args.log2n, seed))

@@ -14,7 +14,7 @@ the error bars (standard error plus the other parts) of its first 8, 10, 12 and 
 Rerun::
 
     python studies/main_job_rules.py --sets 1,2,3,4,5 --rules 16 \\
-        --json studies/results/main_job_rules.json
+        --json studies/data/main_job_rules.json
 """
 
 from __future__ import annotations

@@ -85,10 +85,10 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT))
+if __package__ in (None, ""):     # run as a file, python studies/NAME.py: the repository root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from alpha1_discrepancy import Instance, classify, parse_seeds  # noqa: E402
+from studies.alpha1_discrepancy import Instance, classify, parse_seeds  # noqa: E402
 
 from symattn import ModelParams  # noqa: E402
 from symattn.runs import atomic_write_text  # noqa: E402
@@ -96,6 +96,7 @@ from symattn.simulation import warm_start  # noqa: E402
 from symattn.simulation.empirical_risk import risk  # noqa: E402
 from symattn.stats import mean_se  # noqa: E402
 
+ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "data" / "minima_landscape.json"
 FIGURE = ROOT.parent / "docs" / "figures" / "minima_landscape.png"
 CLASSES = ("positional", "semantic", "mixed", "trivial")

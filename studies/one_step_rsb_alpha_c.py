@@ -31,6 +31,9 @@ import math
 import sys
 from pathlib import Path
 
+if __package__ in (None, ""):     # run as a file, python studies/NAME.py: the repository root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 HERE = Path(__file__).resolve().parent
 ALPHA_C = 1.2515356
 RS_CACHE = HERE / "data" / "one_step_rsb_alpha_c_rs.json"
@@ -67,8 +70,7 @@ def slope() -> tuple:
 
 def correction(branch: str):
     """``(per-rule dicts, note)`` at alpha_c for ``branch`` (``stationary``)."""
-    sys.path.insert(0, str(HERE))
-    from one_step_rsb_energy import stationary
+    from studies.one_step_rsb_energy import stationary
     path = PROFILES / f"{branch}_{ALPHA_C:g}.json"
     if not path.exists():
         return [], "no profile"

@@ -18,7 +18,8 @@ fixed-x solve beyond the turn has a root nearby, and stepping in x cannot pass i
 Writes studies/data/one_step_rsb_fold.json.  Rerun: ``python studies/one_step_rsb_fold.py``
 (about 15 minutes on one core, 8 GB for the 2^24 band).  The data was made with Newton's x
 column stepped by 1e-6 x, before ``X_STEP`` (1e-4 x): its fixed-D stalls below
-D = 1.8375e-8 were that column (``studies/one_step_rsb_fold_predictor.py``), and a rerun
+D = 1.8375e-8 were that column (docs/stability.md, same section; measured by a one-off study
+since removed, see the git history of studies/one_step_rsb_fold_predictor.py), and a rerun
 goes further.
 """
 
@@ -46,8 +47,7 @@ HALVINGS = 3                 # of a stalled fixed-D step, before the continuatio
 def band_rule(alpha: float, seed: int):
     """``(settings, channel, band)``: the semantic search's rule ``seed`` at ``alpha`` with the
     run files' settings from x = 1e4 on (2^24 band, split rule of 16, rules recentred), as
-    this study and ``one_step_rsb_jacobian_basis``, ``_fold_predictor``, ``_x_column`` use it
-    (8 GB and about a minute for the band)."""
+    this study uses it (8 GB and about a minute for the band)."""
     s = RSBSettings(log2n=10, band_log2n=24, split=16, recentre_from=1e4)
     t0 = time.perf_counter()
     ch, fp, band, used = rule_channel(ModelParams(), "semantic", alpha, seed, s)

@@ -24,12 +24,16 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from pathlib import Path
 
-from one_step_rsb_alpha_l_profile import profile_shifts
+if __package__ in (None, ""):     # run as a file, python studies/NAME.py: the repository root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from symattn.model.params import ModelParams
-from symattn.stats import mean_se
+from studies.one_step_rsb_alpha_l_profile import profile_shifts  # noqa: E402
+
+from symattn.model.params import ModelParams  # noqa: E402
+from symattn.stats import mean_se  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT / "data" / "one_step_rsb_cli"

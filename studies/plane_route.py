@@ -58,7 +58,7 @@ commands, with the ``--out`` names that studies/same_point.py reads there)::
     python studies/plane_route.py --json high.json --alpha-l --v-orders 12,8 --refine grid --out plane_l.json
 
 Options: ``[--alpha-l] [--v-orders 12,16] [--u-tol 1e-10] [--min-width 1e-3] [--grid 64]
-[--cells 56] [--follow-steps 4] [--refine grid,cells,follow] [--out plane.json]``.
+[--cells 56] [--follow-steps 4] [--refine grid,cells,follow] [--out studies/data/plane.json]``.
 """
 
 from __future__ import annotations
@@ -278,7 +278,7 @@ def main():
     ap.add_argument("--refine", default="",
                     help="comma-separated subset of grid,cells,follow: also the last order with "
                          "those doubled (for --alpha-l one evaluation at its fixed point)")
-    ap.add_argument("--out", default="plane.json")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "data" / "plane.json"))
     args = ap.parse_args()
     what = "alpha_l" if args.alpha_l else "alpha_c"
     if args.u_tol is None:

@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+if __package__ in (None, ""):     # run as a file, python studies/NAME.py: the repository root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "data" / "replicon_beta.json"
@@ -67,7 +71,7 @@ def run_case(alpha, branch, pool, log2n_beta=13, rules_beta=4):
 def hessian_limits():
     """``{(alpha, start): (1 - 1/a, err)}`` with ``a`` the weighted fit ratio = a + b/d of
     studies/replicon_hessian.py (its ``wls_fit``) over the stored per-d means."""
-    from replicon_hessian import wls_fit        # studies/, next to this script
+    from studies.replicon_hessian import wls_fit
 
     from symattn.stats import mean_se
     if not HESSIAN.exists():

@@ -94,6 +94,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -105,6 +106,9 @@ from symattn.simulation.data import SIGNS, make_dataset
 from symattn.simulation.empirical_risk import block_loss_and_grad_h, order_parameters, pre_activations
 from symattn.simulation.train import minimise, warm_start
 from symattn.stats import mean_se
+
+if __package__ in (None, ""):     # run as a file, python studies/NAME.py: the repository root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 OUT = Path(__file__).resolve().parent / "data" / "replicon_hessian.json"
 
@@ -153,7 +157,7 @@ def exact_hessian(Q, data, chunk_size=None):
 
 def fd_hessian(Q, data, step=1e-5):
     """Reference: central differences of the exact gradient (studies/hessian_spectrum.py)."""
-    from hessian_spectrum import hessian         # studies/, next to this script
+    from studies.hessian_spectrum import hessian
     return hessian(Q, data, step)
 
 

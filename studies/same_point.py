@@ -41,7 +41,7 @@ Rerun (the docs' command, then the same with the docs' ``--records 8 --record-sc
     python studies/same_point.py --json high.json --plane plane.json plane_l.json --log2n 23 --scrambles 96 --plane-bars 1.7e-7,7.6e-7 --records 8 --record-scrambles 4
 
 Options: ``[--log2n 22] [--scrambles 64] [--seed 5000] [--workers 2] [--records 1]
-[--record-scrambles 4] [--plane-bars alpha_c,alpha_l] [--out same_point.jsonl]``.
+[--record-scrambles 4] [--plane-bars alpha_c,alpha_l] [--out studies/data/same_point.jsonl]``.
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def main():
     ap.add_argument("--plane-bars", default=None,
                     help="the plane results' error bars, alpha_c,alpha_l (as plane_route.py "
                          "prints them), for the column in combined bars")
-    ap.add_argument("--out", default="same_point.jsonl")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "data" / "same_point.jsonl"))
     args = ap.parse_args()
     try:
         high = json.loads(Path(args.json).read_text())

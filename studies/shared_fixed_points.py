@@ -17,7 +17,7 @@ difference that the warm starts make.  ``--json FILE`` keeps everything.
 Rerun::
 
     python studies/shared_fixed_points.py --log2n 16,17 --rules 8 \\
-        --json studies/results/shared_fixed_points.json
+        --json studies/data/shared_fixed_points.json
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ Found (2-core machine, 2026-12-02):
   the alpha_l bracket widens (it was [alpha_c, 1.5 alpha_c], too narrow when alpha_c is
   noisy); 2^7 fails at omega = 0.3 ("alpha_c: no convergence in 80 steps").  The command
   line's minimum is therefore 8.
-* (4) At lambda = 0.01, omega = 0.3, 2 rules of 2^10 (``results/solver_outcomes_ranges_partial
+* (4) At lambda = 0.01, omega = 0.3, 2 rules of 2^10 (``studies/data/solver_outcomes_ranges_partial
   .jsonl``, the run stopped after the sigma scan): sigma = 0.01 ends with "not found" (a
   domain error, now reported as such), 0.03-0.2 "not found" in [1, 8], 0.3 gives
   alpha_c = 66 (outside the scanned [1, 8] bracket: not trusted), 0.5 the paper's values, and
@@ -60,7 +60,7 @@ Rerun::
     python studies/solver_outcomes.py --section smallest
     python studies/solver_outcomes.py --section ranges --timeout 120
 
-Each writes ``studies/results/solver_outcomes_<section>.json``.
+Each writes ``studies/data/solver_outcomes_<section>.json``.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ import multiprocessing as mp
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parent / "data"
 
 
 def _thresholds_case(q, kw, log2n, rules):
