@@ -198,3 +198,87 @@ def test_jump_measure_counts_the_papers_channel_near_ties():
     assert m["two_minima"] == nodes.weights[np.isfinite(gap)].sum() > 0.01
     for d, got in m["below"].items():
         assert got["count"] == int((gap < d).sum())
+
+
+def _reference_hats(ch, x, alpha, eps):
+    """The conjugates by a separate numpy route of the module doc's steps 1-4 (the node map,
+    the start set, the compiled prox driver alone, the smoothed selection and the matrix
+    formulas of the output equations typed here), against which the fused generated pass is
+    checked."""
+    from scipy import special
+    p = ch.params
+    n, L, r, rt = ch.nodes.size, p.L, p.r, p.r_t
+    K = np.linalg.cholesky(x.q)
+    B = np.linalg.cholesky(p.rho * np.eye(rt) - x.theta @ np.linalg.solve(x.q, x.theta.T))
+    w = x.M[None] + ch.xi @ K.T
+    hs = ch.xi @ np.linalg.solve(K, x.theta.T) + ch.eta @ B.T
+    T = ch.targets(hs)
+    vals, U = np.linalg.eigh(x.V)
+    k = min(r, rt)
+    emb = hs[:, :, :k] @ U[:, ::-1][:, :k].T
+    if p.is_paper_shape:     # the paper's start set (numerics.prox, numpy-built)
+        from symattn.numerics.prox import prox
+        pr = prox(w[:, :, 0], T, x.V[0, 0], p.sigma, gtol=ch.gtol, max_iter=ch.max_iter)
+        h, h2, G, G2 = pr.h * U[0, 0], pr.h2 * U[0, 0], pr.value, pr.value2
+    else:
+        S = np.ascontiguousarray(np.stack([s @ U for s in (w, emb, -emb)], axis=1)
+                                 .reshape(n, -1, L * r))
+        V = (np.full(n, vals[0]) if r == 1
+             else np.ascontiguousarray(np.broadcast_to(vals, (n, r))))
+        h, h2 = np.empty((n, L * r)), np.empty((n, L * r))
+        G, G2, conv, it = np.empty(n), np.empty(n), np.empty(n, bool), np.empty(n, np.int64)
+        ch.kernels.prox_nodes(np.ascontiguousarray((w @ U).reshape(n, L * r)), T, V, p.sigma,
+                              S, ch.gtol, ch.max_iter, h, G, conv, h2, G2, it)
+    h, h2 = h.reshape(n, L, r) @ U.T, h2.reshape(n, L, r) @ U.T
+    gap = G2 - G
+    tie = np.isfinite(gap) & (gap < 800 * eps)
+    pb = np.where(tie, special.expit(gap / eps), 1.0)
+    Vi = np.linalg.inv(x.V)
+    f1, f2 = (h - w) @ Vi, np.where(tie[:, None, None], (h2 - w) @ Vi, 0.0)
+    wt1, wt2 = ch.weights * pb, ch.weights * (1 - pb)
+
+    def mean(spec, a, b):
+        return np.einsum(spec, wt1, a[0], b[0]) + np.einsum(spec, wt2, a[1], b[1])
+    F = (f1, f2)
+    Sff = mean("n,nla,nlb->ab", F, F)
+    EF = np.einsum("n,nla->la", wt1, f1) + np.einsum("n,nla->la", wt2, f2)
+    Sxf = mean("n,nla,nlb->ab", (ch.xi, ch.xi), F)
+    Sef = mean("n,nlc,nlb->cb", (ch.eta, ch.eta), F)
+    th_hat = alpha * np.linalg.inv(B).T @ Sef
+    V_hat = -alpha * np.linalg.inv(K).T @ Sxf + np.linalg.solve(x.q, x.theta.T) @ th_hat
+    return {"q_hat": alpha * (Sff + Sff.T) / 2, "M_hat": alpha * EF, "theta_hat": th_hat,
+            "V_hat": (V_hat + V_hat.T) / 2}
+
+
+#: points near fixed points of alpha = 1.5 (studies/general_prox_starts.py's cases), moved off
+#: the symmetric subspaces (theta = 0, M = 0) so that every term of the map is exercised
+NEAR_FIXED_POINTS = [
+    ({}, (np.array([[0.0892]]), np.array([[0.02], [-0.02]]), np.array([[0.1285]]),
+          np.array([[16.8]]))),
+    ({"r": 2}, (np.array([[0.0286, 0.0003], [0.0003, 0.045]]),
+                np.array([[0.226, 0.01], [-0.226, 0.0]]), np.array([[0.01, 0.02]]),
+                np.array([[16.0, 1.0], [1.0, 12.0]]))),
+    ({"r": 2, "r_t": 2}, (np.diag([0.0639, 0.0331]), np.array([[0.02, 0.0], [-0.02, 0.01]]),
+                          np.array([[0.1016, 0.0], [0.01, 0.05]]),
+                          np.array([[16.0, 1.0], [1.0, 12.0]]))),
+    ({"A": A3, "Pi": "simplex"}, (np.array([[0.1426]]), np.array([[0.0088], [0.0099], [-0.0187]]),
+                                  np.array([[0.03]]), np.array([[15.0]]))),
+]
+
+
+@pytest.mark.parametrize("kw, x", NEAR_FIXED_POINTS, ids=["paper", "rank2", "ranks22", "L3"])
+def test_fused_pass_is_the_module_docs_route(kw, x):
+    """The fused compiled pass (compile/general_channel.py: node map in V's eigenframe, start
+    set, prox, generated atom rows, smoothed selection, sums) gives the conjugates of a numpy
+    route of the same steps (_reference_hats) to 1e-13 absolute (the rounding of sums over
+    2^10 nodes of integrands of order 1e-1; the two sum in different orders), with and without
+    the smoothing, near fixed points where some nodes have two minima."""
+    p = ModelParams(**kw)
+    x = OrderParameters(*x)
+    ch = GeneralChannel(p, nodes_for(p, 10, 2))
+    for eps in (0.0, 1e-2):
+        st = ch.evaluate(x, 1.3, eps=eps)
+        ref = _reference_hats(ch, x, 1.3, eps if eps > 0 else 1e-300)
+        for k in ref:
+            np.testing.assert_allclose(st.hats[k], ref[k], rtol=0, atol=1e-13, err_msg=k)
+    assert np.count_nonzero(np.isfinite(st.gap) & (st.gap < 8.0)) >= 1   # the mixing is tested

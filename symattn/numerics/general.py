@@ -14,11 +14,12 @@ The equations are those derived in :mod:`symattn.symbolic.general` (matrix order
    the global minimiser over ``L x r`` matrices, computed in the eigenframe of
    :math:`V = U\,\mathrm{diag}(v)\,U^\top` (``h -> h U``; the loss depends on :math:`hh^\top` only)
    by the compiled multi-start Newton of :mod:`symattn.compile.drivers`.  Starts
-   (:meth:`GeneralChannel.starts`): ``w``; the teacher's pre-activations :math:`\pm h^*`
+   (:mod:`symattn.compile.general_channel`): ``w``; the teacher's pre-activations :math:`\pm h^*`
    embedded in the student's rank space along the eigenvectors of ``V`` with the largest
    eigenvalues (``min(r, r_t)`` of them: the loss is the same along every embedding, and for
-   ``w`` small the quadratic term is smallest along those); for the paper's shape
-   also the two zeros of the loss of :mod:`symattn.numerics.prox`; and warm starts when given.
+   ``w`` small the quadratic term is smallest along those); and warm starts when given.  The
+   paper's shape keeps the paper's own start set (:func:`start_policy`: ``w`` and the two zeros
+   of the loss, :mod:`symattn.numerics.prox`), data of that instance.
    How often this set misses the global minimiser is measured against a brute-force search
    (``tests/test_general_numerics.py``, ``studies/general_prox_starts.py``).
 3. **Means** over the nodes, with :math:`f_l = V^{-1}(\mathrm{prox}_l - w_l)`:
@@ -52,6 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
+from ..compile.general_channel import channel_kernels
 from ..compile.general_equations import general_equations
 from ..compile.generated import shape_kernels
 from ..compile.shape import Shape
@@ -121,6 +123,12 @@ class OrderParameters:
         return OrderParameters(O.T @ self.q @ O, self.M @ O, self.theta @ O, O.T @ self.V @ O)
 
 
+def start_policy(params: ModelParams) -> str:
+    """The prox's start set of ``params``' instance (:mod:`symattn.compile.general_channel`):
+    the paper's exact set at the paper's shape, ``w`` and the embedded teacher otherwise."""
+    return "paper" if params.is_paper_shape else "embed"
+
+
 def nodes_for(params: ModelParams, log2n: int, seed: int) -> NodeSet:
     """The RQMC rule of ``params``' shape: ``2**log2n`` scrambled Sobol points in
     ``L (r + r_t)`` Gaussian dimensions (``xi`` first, token-major, then ``eta``)."""
@@ -155,6 +163,7 @@ class GeneralChannel:
         self.shape = Shape(L=L, r=r, r_t=rt)
         self.kernels = shape_kernels(self.shape)
         self.equations = general_equations(self.shape)
+        self.fused = channel_kernels(self.shape, start_policy(params))
         self.params_shape = (L, r, rt)
         n = nodes.size
         pts = nodes.points
@@ -163,6 +172,9 @@ class GeneralChannel:
         self.xi = np.ascontiguousarray(pts[:, :L * r].reshape(n, L, r))
         self.eta = np.ascontiguousarray(pts[:, L * r:].reshape(n, L, rt))
         self.weights = nodes.weights
+        self._xi_flat = np.ascontiguousarray(pts[:, :L * r], float)
+        self._eta_flat = np.ascontiguousarray(pts[:, L * r:], float)
+        self._weights = np.ascontiguousarray(nodes.weights, float)
         self.A = np.ascontiguousarray(params.A_array)
 
     # -- geometry ---------------------------------------------------------------------
@@ -196,27 +208,6 @@ class GeneralChannel:
                                    self.A, T)
         return T
 
-    def starts(self, w, hs, U, warm=None, only_warm: bool = False) -> list:
-        """The start set (module doc, step 2), each ``(n, L, r)``, in the original frame;
-        ``U``: the eigenvectors of ``V``, eigenvalues ascending; ``only_warm``: the warm start
-        alone (Newton follows each node's local minimiser: the smooth map the Jacobian is taken
-        of)."""
-        warm = [] if warm is None else list(warm) if isinstance(warm, tuple) else [warm]
-        if only_warm:
-            return warm
-        k = min(self.params.r, self.params.r_t)
-        # h* along the first column only missed the global minimiser at 1 to 2 nodes in 4096
-        # at a rank-2 positional point, where V's larger eigenvector is the second column
-        # (studies/general_prox_starts.py)
-        emb = hs[:, :, :k] @ U[:, ::-1][:, :k].T
-        out = [w, emb, -emb]
-        if self.params.is_paper_shape:
-            from .prox import loss_zeros
-            T = self.targets(hs)
-            h0 = loss_zeros(T[:, 0, 0], T[:, 1, 1])
-            out += [h0[:, :, None], -h0[:, :, None]]
-        return out + warm
-
     # -- prox -------------------------------------------------------------------------
     def prox(self, x: OrderParameters, warm=None, only_warm: bool = False):
         """``(w, hs, T, h, G, converged, G2, h2)`` at every node (module doc, step 2): the means
@@ -226,21 +217,41 @@ class GeneralChannel:
         ``warm``: an array of starts ``(n, L, r)`` or a tuple of them (a start with a nan
         coordinate is skipped)."""
         w, hs = self.node_map(x)
-        T = self.targets(hs)
-        n, L, r = w.shape
+        pas = self._pass(x, warm, only_warm, 0.0)
+        return w, hs, self.targets(hs), pas["h"], pas["G"], pas["conv"], pas["G2"], pas["h2"]
+
+    #: chunks of the fused pass's sums (fixed: the sums do not depend on the threads)
+    CHUNKS = 1024
+
+    def _pass(self, x: OrderParameters, warm, only_warm: bool, eps: float) -> dict:
+        """One fused compiled pass (:mod:`symattn.compile.general_channel`): the node map, the
+        start set (module doc, step 2), the prox, the rows smoothed over ``eps`` and their sums.
+        Returns ``sums`` (the atoms, ``E[M]``, ``E[loss]``), ``failed``, ``mixed`` and every
+        node's ``h``, ``h2`` (``(n, L, r)``, original frame), ``G``, ``G2``, ``conv``."""
+        K, B = self.factors(x)
         vals, U = np.linalg.eigh(_sym(x.V))
-        starts = np.stack([s @ U for s in self.starts(w, hs, U, warm, only_warm)],
-                          axis=1).reshape(n, -1, L * r)
-        wr = np.ascontiguousarray((w @ U).reshape(n, L * r))
-        V = np.full(n, vals[0]) if r == 1 else np.ascontiguousarray(np.broadcast_to(vals, (n, r)))
+        n, (L, r, rt) = self.nodes.size, self.params_shape
+        warm = [] if warm is None else list(warm) if isinstance(warm, tuple) else [warm]
+        extra = (np.ascontiguousarray(np.stack(warm, axis=1).reshape(n, len(warm), L * r))
+                 if warm else np.empty((n, 0, L * r)))
+        if only_warm and not warm:
+            raise ValueError("only_warm needs warm starts")
+        chunks = max(1, min(n, self.CHUNKS))
+        sums = np.zeros((chunks, self.equations.N_ATOMS + 2))
+        counts = np.zeros((chunks, 2), np.int64)
         h, h2 = np.empty((n, L * r)), np.empty((n, L * r))
-        G, G2 = np.empty(n), np.empty(n)
-        conv, iters = np.empty(n, bool), np.empty(n, np.int64)
-        self.kernels.prox_nodes(wr, T, V, self.params.sigma, np.ascontiguousarray(starts),
-                                self.gtol, self.max_iter, h, G, conv, h2, G2, iters)
-        h = h.reshape(n, L, r) @ U.T
-        h2 = h2.reshape(n, L, r) @ U.T
-        return w, hs, T, h, G, conv, G2, h2
+        G, G2, conv = np.empty(n), np.empty(n), np.empty(n, bool)
+        c = lambda a: np.ascontiguousarray(a, float)   # noqa: E731
+        p = self.params
+        self.fused.channel_pass(
+            self._xi_flat, self._eta_flat, self._weights, c(x.M), c(K),
+            c(np.linalg.solve(K, x.theta.T)), c(B.T), c(U), c(vals), c(np.linalg.inv(_sym(x.V))),
+            float(p.sigma), float(p.omega), self.A, float(eps), extra, bool(only_warm),
+            float(self.gtol), int(self.max_iter), sums, counts, h, h2, G, G2, conv)
+        failed, mixed = (int(v) for v in counts.sum(axis=0))
+        return {"sums": sums.sum(axis=0), "failed": failed, "mixed": mixed,
+                "h": h.reshape(n, L, r), "h2": h2.reshape(n, L, r), "G": G, "G2": G2,
+                "conv": conv}
 
     def evaluate(self, x: OrderParameters, alpha: float, warm=None,
                  only_warm: bool = False, pin: tuple = (), eps: float = 0.0) -> GeneralState:
@@ -258,19 +269,15 @@ class GeneralChannel:
         of every equation under that rule (as :mod:`symattn.numerics.saddle` pins the paper's
         branches)."""
         K, B = self.factors(x)
-        w, hs, T, h, G, conv, G2, h2 = self.prox(x, warm, only_warm)
-        n = w.shape[0]
-        gap = G2 - G
-        tie = np.flatnonzero(tie_candidates(gap, eps)) if eps > 0 else []
-        pbest = np.ones(n)
-        pbest[tie] = special.expit(gap[tie] / eps)
-        means = self._means(x, h, w, T, G, self.weights * pbest, slice(None))
-        if len(tie):
-            second = self._means(x, h2[tie], w[tie], T[tie], G2[tie],
-                                 self.weights[tie] * (1 - pbest[tie]), tie)
-            means = {k: means[k] + second[k] for k in means}
-        near = np.full_like(h, np.nan)
-        near[tie] = h2[tie]
+        pas = self._pass(x, warm, only_warm, eps)
+        gap = pas["G2"] - pas["G"]
+        near = pas["h2"].copy()
+        if eps > 0:
+            near[~tie_candidates(gap, eps)] = np.nan
+        else:
+            near[:] = np.nan
+        means = {"atoms": pas["sums"][:-2], "EM": float(pas["sums"][-2]),
+                 "Eloss": float(pas["sums"][-1])}
         out = self.equations.output_equations(
             means["atoms"], _upper(np.linalg.inv(K).T), _upper(np.linalg.inv(B).T),
             _upper(x.q), x.theta.ravel(), float(alpha), float(self.params.rho))
@@ -278,22 +285,8 @@ class GeneralChannel:
         hats = {"q_hat": H.q, "M_hat": H.M, "theta_hat": H.theta, "V_hat": H.V}
         for name in pin:
             hats[f"{name}_hat"] = np.zeros_like(hats[f"{name}_hat"])
-        return GeneralState(x=x, means=means, hats=hats, prox=h, n_failed=int((~conv).sum()),
+        return GeneralState(x=x, means=means, hats=hats, prox=pas["h"], n_failed=pas["failed"],
                             gap=gap, prox2=near)
-
-    def _means(self, x, h, w, T, G, wt, idx) -> dict:
-        """The means of step 3 over the nodes ``idx`` with prox ``h``, value ``G`` and weights
-        ``wt``: ``atoms`` (the generated atoms' order, :mod:`symattn.compile.general_equations`),
-        ``EM`` and ``Eloss``."""
-        n = h.shape[0]
-        rows = np.empty((n, self.equations.N_ATOMS + 1))
-        self.equations.atom_nodes(
-            np.ascontiguousarray(self.xi[idx]), np.ascontiguousarray(self.eta[idx]),
-            np.ascontiguousarray(h.reshape(n, -1)), np.ascontiguousarray(w.reshape(n, -1)),
-            np.ascontiguousarray(np.linalg.inv(_sym(x.V))), np.ascontiguousarray(T),
-            float(self.params.sigma), rows)
-        sums = wt @ rows
-        return {"atoms": sums[:-1], "EM": float(wt @ G), "Eloss": float(sums[-1])}
 
     def prior(self, hats: dict) -> OrderParameters:
         """The prior equations (module doc, step 4; generated)."""
