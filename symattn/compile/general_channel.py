@@ -19,8 +19,11 @@ derived saddle-point map (``atom_rows``, :mod:`symattn.compile.general_equations
   :math:`\Delta G < 800\,\varepsilon` (:func:`symattn.numerics.channel.tie_candidates`), and
   :math:`\mathcal M` mixed the same way;
 * weighted sums per chunk of nodes (a fixed number of chunks: the sums do not depend on the
-  number of threads), the counts of unconverged and of mixed nodes, and every node's best and
-  runner-up minimiser and their values (original frame; the next pass's warm starts).
+  number of threads), the counts of unconverged and of mixed nodes, and, if asked, every
+  node's best and runner-up minimiser and their values (original frame; the next pass's warm
+  starts) and its rows.
+
+``rows_nodes`` evaluates the rows at given minimisers (e.g. along preintegration lines).
 
 **Start policies** (data of a model instance, not a code path): ``"embed"``, ``w`` and
 :math:`\pm h^*` embedded along the eigenvectors of ``V`` with the largest eigenvalues
@@ -135,6 +138,16 @@ _PAPER = '''            if ngiven > 0:
 
 _GIVEN = '''
 @njit(cache=True, inline="always")
+def node_gaussians(xi, eta, i, xi_i, eta_i):
+    """Node i's Gaussians as (L, R) and (L, R_T) matrices (copies, not views: see prox_nodes)."""
+    for l in range(L):
+        for a in range(R):
+            xi_i[l, a] = xi[i, l * R + a]
+        for e in range(R_T):
+            eta_i[l, e] = eta[i, l * R_T + e]
+
+
+@njit(cache=True, inline="always")
 def given_start(extra, i, s, U, S, row):
     """S[row] = the given start s of node i, rotated to the eigenframe (h -> h U)."""
     for l in range(L):
@@ -148,7 +161,7 @@ def given_start(extra, i, s, U, S, row):
 _PASS = '''
 # ---- fused general output channel (symattn/compile/general_channel.py) ----
 
-PARALLEL = PARALLEL + ("channel_pass",)
+PARALLEL = PARALLEL + ("channel_pass", "rows_nodes")
 TIE_WINDOW = 800.0
 WIDE_DISC = 1.25
 R = K // L
@@ -158,18 +171,21 @@ KEMB = min(R, R_T)
 
 @njit(cache=True, parallel=True)
 def channel_pass(xi, eta, weights, M, Kf, Cx, Bt, U, v, Vinv, sigma, omega, A, eps, extra,
-                 only_given, gtol, max_iter, sums, counts, h_out, h2_out, G_out, G2_out,
-                 conv_out):
+                 only_given, gtol, max_iter, sums, counts, keep, h_out, h2_out, G_out, G2_out,
+                 conv_out, rows, rows2):
     """Module doc.  xi (n, L R), eta (n, L R_T), weights (n,); M (L, R); Kf (R, R) the Cholesky
     factor of q; Cx (R, R_T) = K^-1 theta^T; Bt (R_T, R_T) = B^T; U (R, R), v (R,) the
     eigenvectors and eigenvalues of V; Vinv (R, R); extra (n, s, K) given starts, original
-    frame.  Outputs: sums (chunks, N_ATOMS + 2): atoms, M, loss; counts (chunks, 2); h_out,
-    h2_out (n, K); G_out, G2_out (n,); conv_out (n,) bool."""
+    frame.  Outputs: sums (chunks, N_ATOMS + 2): atoms, M, loss; counts (chunks, 2); if keep,
+    h_out, h2_out (n, K), G_out, G2_out (n,), conv_out (n,) bool; if rows has n rows, the rows
+    (N_ATOMS + 1: atoms, loss) at the best minimum, and in rows2 at the runner-up where it is
+    mixed in (else nan)."""
     n = xi.shape[0]
     chunks = sums.shape[0]
     ncol = sums.shape[1]
     ngiven = extra.shape[1]
     nmax = max(7, ngiven + 5)
+    per_node = rows.shape[0] == n
     for c in prange(chunks):
         xi_i = np.empty((L, R))
         eta_i = np.empty((L, R_T))
@@ -187,11 +203,7 @@ def channel_pass(xi, eta, weights, M, Kf, Cx, Bt, U, v, Vinv, sigma, omega, A, e
         failed = 0
         mixed = 0
         for i in range(c * n // chunks, (c + 1) * n // chunks):
-            for l in range(L):
-                for a in range(R):
-                    xi_i[l, a] = xi[i, l * R + a]
-                for e in range(R_T):
-                    eta_i[l, e] = eta[i, l * R_T + e]
+            node_gaussians(xi, eta, i, xi_i, eta_i)
             for l in range(L):
                 for a in range(R):
                     s = M[l, a]
@@ -227,8 +239,16 @@ NODE_PROX            for l in range(L):
             gap = G2 - G
             wi = weights[i]
             na = ncol - 2
-            if eps > 0.0 and math.isfinite(gap) and gap < TIE_WINDOW * eps:
+            tie = eps > 0.0 and math.isfinite(gap) and gap < TIE_WINDOW * eps
+            if per_node:
+                for k in range(na + 1):
+                    rows[i, k] = r1[k]
+                    rows2[i, k] = np.nan
+            if tie:
                 atom_rows(xi_i, eta_i, h2, w, Vinv, Ti, sigma, r2)
+                if per_node:
+                    for k in range(na + 1):
+                        rows2[i, k] = r2[k]
                 p = _logistic(gap / eps)
                 if 1.0 - p > 1e-12:
                     mixed += 1
@@ -241,16 +261,45 @@ NODE_PROX            for l in range(L):
                     acc[k] += wi * r1[k]
                 acc[na] += wi * G
                 acc[na + 1] += wi * r1[na]
-            for k in range(K):
-                h_out[i, k] = h[k]
-                h2_out[i, k] = h2[k]
-            G_out[i] = G
-            G2_out[i] = G2
-            conv_out[i] = ok
+            if keep:
+                for k in range(K):
+                    h_out[i, k] = h[k]
+                    h2_out[i, k] = h2[k]
+                G_out[i] = G
+                G2_out[i] = G2
+                conv_out[i] = ok
         for k in range(ncol):
             sums[c, k] = acc[k]
         counts[c, 0] = failed
         counts[c, 1] = mixed
+'''
+
+
+_ROWS = '''
+
+@njit(cache=True, parallel=True)
+def rows_nodes(xi, eta, h, w, Vinv, T, sigma, out):
+    """atom_rows at every node at the given minimisers h: xi (n, L R), eta (n, L R_T), h, w
+    (n, K), Vinv (R, R), T (n, L, L) -> out (n, N_ATOMS + 1)."""
+    for c in prange(min(xi.shape[0], 256)):
+        xi_i = np.empty((L, R))
+        eta_i = np.empty((L, R_T))
+        hi = np.empty(K)
+        wi = np.empty(K)
+        Ti = np.empty((L, L))
+        r = np.empty(out.shape[1])
+        n = xi.shape[0]
+        for i in range(c * n // min(n, 256), (c + 1) * n // min(n, 256)):
+            node_gaussians(xi, eta, i, xi_i, eta_i)
+            for k in range(K):
+                hi[k] = h[i, k]
+                wi[k] = w[i, k]
+            for a in range(L):
+                for b in range(L):
+                    Ti[a, b] = T[i, a, b]
+            atom_rows(xi_i, eta_i, hi, wi, Vinv, Ti, sigma, r)
+            for k in range(out.shape[1]):
+                out[i, k] = r[k]
 '''
 
 
@@ -266,7 +315,7 @@ def channel_source(shape: Shape, policy: str = "embed") -> str:
             .replace("V_ARG", "v[0]" if shape.r == 1 else "v"))
     parts = [shape_source(shape), atom_rows_source(shape), _GIVEN]
     parts += [_NONE] if policy == "embed" else [_ZEROS, _PAPER_STARTS]
-    return "\n\n".join(parts + [body])
+    return "\n\n".join(parts + [body, _ROWS])
 
 
 @functools.lru_cache(maxsize=None)

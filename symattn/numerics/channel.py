@@ -12,6 +12,13 @@ mapped to (model page §4)
 the prox is solved once per node, and every integrand (the atoms ``E[f_l]``, ``E[f_l^2]``,
 ``E[xi_l f_l]``, ``E[eta_l f_l]`` of :func:`symattn.compile.kernels.atom_list`, the envelope
 ``E[M]`` and ``E[loss(prox)]``) is averaged from that one solve.
+
+This is the general model's channel (:class:`~symattn.numerics.general.GeneralChannel`, one
+fused compiled pass per shape) at the paper's instance: ``L = 2``, ``r = r_t = 1``, the
+paper's start set (:func:`~symattn.numerics.general.start_policy`), and the reduced order
+parameters ``x = (q, m, theta, V)`` with ``M = (m, -m)`` (``Pi = s s^T`` keeps ``M`` along
+``s``); the atoms are the general derivation's, in the paper's order (matched by
+:func:`~symattn.compile.general_equations.atom_key`).
 """
 
 from __future__ import annotations
@@ -24,10 +31,11 @@ import numpy as np
 from scipy import special
 
 from ..compile.generated import shape_kernels
-from ..compile.kernels import SETTING, channel_module, channel_rows_kernel, n_atoms
+from ..compile.kernels import SETTING, equations_module, n_atoms
 from ..model.params import ModelParams
 from ..results import Status
-from .prox import ProxResult, prox
+from .general import GeneralChannel, InvalidGeneralOrderParameters, OrderParameters, tie_candidates
+from .prox import ProxResult
 from .quadrature import NodeSet
 
 __all__ = ["OutputChannel", "ChannelState", "ChannelMeans", "MeansView",
@@ -36,11 +44,6 @@ __all__ = ["OutputChannel", "ChannelState", "ChannelMeans", "MeansView",
 
 class InvalidOrderParameters(ValueError):
     """``(q, m, theta, V)`` outside the domain ``q > 0, V > 0, theta^2 < q rho``."""
-
-
-def tie_candidates(gap, eps):
-    """Nodes whose runner-up minimum is close enough to matter in the smoothed selection."""
-    return np.isfinite(gap) & (gap < 800.0 * eps)
 
 
 class MeansView:
@@ -126,7 +129,7 @@ class ChannelState(MeansView):
 
 
 class OutputChannel:
-    """Evaluate the output channel of ``params`` on ``nodes``.
+    """Evaluate the output channel of ``params`` on ``nodes`` (module doc).
 
     Parameters
     ----------
@@ -142,12 +145,22 @@ class OutputChannel:
         self.gtol = gtol
         self._signs = np.array(SETTING.signs, float)
         self._n_atoms = n_atoms()
+        self._general = GeneralChannel(self.params, nodes, gtol=gtol)
+        keys = self._general.equations.ATOM_KEYS
+        self._perm = np.array([keys.index(k) for k in equations_module().ATOM_KEYS])
 
     def _check_domain(self, q, theta, V=1.0):
         if not V > 0:
             raise InvalidOrderParameters(f"need V > 0; got V={V}")
         if not (q > 0 and theta**2 < q * self.params.rho):
             raise InvalidOrderParameters(f"need q > 0 and theta^2 < q rho; got q={q}, theta={theta}")
+
+    def order_parameters(self, x) -> OrderParameters:
+        """``(q, m, theta, V)`` as the general model's matrices (``M = (m, -m)``)."""
+        q, m, theta, V = (float(v) for v in x)
+        self._check_domain(q, theta, V)
+        return OrderParameters(np.array([[q]]), self._signs[:, None] * m, np.array([[theta]]),
+                               np.array([[V]]))
 
     def node_map(self, q, m, theta):
         """``(w, hs)``, each ``(n, 2)``."""
@@ -173,106 +186,100 @@ class OutputChannel:
         return w, np.diagonal(self.targets(hs), axis1=1, axis2=2).copy()
 
     def _setup(self, x):
+        """``(w, T)`` at ``x = (q, m, theta, V)``: the node map and the targets ``(n, 2, 2)``
+        (for callers that solve the prox themselves, e.g. along preintegration lines)."""
         q, m, theta, V = x
         self._check_domain(q, theta, V)
         w, hs = self.node_map(q, m, theta)
         return w, self.targets(hs)
 
+    def _paper_rows(self, rows, G) -> np.ndarray:
+        """General rows (atoms, loss) to the paper's: the atoms in its order, ``M = G``, the
+        loss."""
+        na = self._n_atoms
+        out = np.empty((rows.shape[0], na + 2))
+        out[:, :na] = rows[:, self._perm]
+        out[:, na] = G
+        out[:, na + 1] = rows[:, na]
+        return out
+
     def _rows(self, idx, w, t, h, G, V):
         """Integrand rows ``(n, n_atoms + 2)`` at nodes ``idx`` with prox ``h`` and value ``G``:
-        the atoms, ``M = G`` and ``loss(h)``."""
+        the atoms, ``M = G`` and ``loss(h)``.  ``w``, ``t`` are those of the nodes (the node
+        map at the point the rows are wanted for, which they determine with ``V``)."""
+        w = np.asarray(w, float)
+        T = np.asarray(t, float)
         xi = np.ascontiguousarray(self.nodes.xi[idx])
         eta = np.ascontiguousarray(self.nodes.eta[idx])
-        na = self._n_atoms
-        out = np.empty((len(xi), na + 1))
-        channel_rows_kernel()(xi, eta, np.ascontiguousarray(h), np.ascontiguousarray(w),
-                              np.ascontiguousarray(t), float(V), float(self.params.sigma), out)
-        rows = np.empty((len(xi), na + 2))
-        rows[:, :na] = out[:, :na]
-        rows[:, na] = G
-        rows[:, na + 1] = out[:, na]
-        return rows
+        n = len(xi)
+        out = np.empty((n, self._n_atoms + 1))
+        self._general.fused.rows_nodes(xi, eta, np.ascontiguousarray(h, float),
+                                       np.ascontiguousarray(w), np.array([[1.0 / V]]),
+                                       _target_matrix(T), float(self.params.sigma), out)
+        return self._paper_rows(out, G)
 
-    def _prox(self, w, t, V, starts):
-        """The global prox: multi-start, or (``starts`` given, ``(n, k, 2)``) Newton from
-        ``starts`` only, with the default starts added at the nodes where that fails."""
-        sig = self.params.sigma
-        if starts is None:
-            return prox(w, t, V, sig, gtol=self.gtol)
-        pr = prox(w, t, V, sig, gtol=self.gtol, extra_starts=starts, include_default=False)
-        bad = np.flatnonzero(~pr.converged)
-        if bad.size:
-            redo = prox(w[bad], t[bad], V, sig, gtol=self.gtol, extra_starts=starts[bad])
-            for name in ("h", "value", "converged", "h2", "value2"):
-                getattr(pr, name)[bad] = getattr(redo, name)
-        return pr
+    def _state(self, x, eps, pas) -> ChannelState:
+        """A :class:`ChannelState` from a pass with per-node minima and rows."""
+        q, m, theta, V = x
+        w, hs = self.node_map(q, m, theta)
+        T = self.targets(hs)
+        pr = ProxResult(h=pas["h"][:, :, 0], value=pas["G"], converged=pas["conv"],
+                        h2=pas["h2"][:, :, 0], value2=pas["G2"], iterations=0)
+        gap = pr.gap
+        n = len(gap)
+        p = np.ones(n)
+        cand = tie_candidates(gap, eps)
+        p[cand] = special.expit(gap[cand] / eps)
+        rows_best = self._paper_rows(pas["rows"], pas["G"])
+        rows_second = np.full_like(rows_best, np.nan)
+        if cand.any():
+            rows_second[cand] = self._paper_rows(pas["rows2"][cand], pas["G2"][cand])
+        means = self._means_of(pas["sums"])
+        return ChannelState(x=x, eps=eps, w=w, t=T, prox=pr, p=p, rows_best=rows_best,
+                            rows_second=rows_second, means=means, n_atoms=self._n_atoms)
+
+    def _means_of(self, sums) -> np.ndarray:
+        na = self._n_atoms
+        out = np.empty(na + 2)
+        out[:na] = sums[:na][self._perm]
+        out[na:] = sums[na:]
+        return out
+
+    def _pass(self, x, eps, starts=None, only_given=False, keep=True, rows=True, idx=None):
+        X = self.order_parameters(x)
+        given = None if starts is None else np.ascontiguousarray(starts, float)
+        try:
+            return self._general._pass(X, given, only_given, eps, keep=keep, rows=rows, idx=idx)
+        except InvalidGeneralOrderParameters as exc:
+            raise InvalidOrderParameters(str(exc)) from None
 
     def evaluate(self, x, eps: float = 1e-10, starts=None) -> ChannelState:
         """Global multi-start prox at every node and the smoothed averages at ``x``.
 
         ``starts`` (``(n, k, 2)``, optional) replaces the default starts by warm ones, e.g.
         the local minima of every node at a nearby ``x``: Newton then converges in a few
-        steps.  The minima followed from a nearby ``x`` are the global ones unless a new
-        minimum became global in between; a minimum born at a fold starts no lower than the
-        minimum its saddle connects it to, so for small moves that is rare (measured:
-        docs/numerics.md, section 'The method, per large scramble'), and callers check
+        steps (the default starts are added where they do not converge).  The minima followed
+        from a nearby ``x`` are the global ones unless a new minimum became global in
+        between; a minimum born at a fold starts no lower than the minimum its saddle connects
+        it to, so for small moves that is rare (measured: docs/numerics.md, section 'The
+        method, per large scramble'), and callers check
         (:class:`~symattn.refine.precise.ChunkedChannel`).
         """
         x = np.asarray(x, float)
-        w, t = self._setup(x)
-        V = x[3]
-        pr = self._prox(w, t, V, starts)
-        n = w.shape[0]
-        allidx = np.arange(n)
-        rows_best = self._rows(allidx, w, t, pr.h, pr.value, V)
-        rows_second = np.full_like(rows_best, np.nan)
-        gap = pr.gap
-        p = np.ones(n)
-        cand = tie_candidates(gap, eps)
-        if cand.any():
-            idx = np.flatnonzero(cand)
-            rows_second[idx] = self._rows(idx, w[idx], t[idx], pr.h2[idx], pr.value2[idx], V)
-            p[idx] = special.expit(gap[idx] / eps)
-        mixed = np.where(cand[:, None], p[:, None] * rows_best + (1 - p[:, None]) * rows_second,
-                         rows_best)
-        means = self.nodes.expect(mixed)
-        return ChannelState(x=x, eps=eps, w=w, t=t, prox=pr, p=p, rows_best=rows_best,
-                            rows_second=rows_second, means=means, n_atoms=self._n_atoms)
-
-    #: chunks of the fused kernel's sums: fixed, so the sums do not depend on the threads
-    FUSED_CHUNKS = 1024
+        return self._state(x, eps, self._pass(x, eps, starts))
 
     def means(self, x, eps: float = 1e-10, starts=None, keep: bool = False):
-        """The averages of :meth:`evaluate` without per-node arrays, by one compiled pass
-        (:mod:`symattn.compile.channel_driver`): ``(ChannelMeans, minima)``.
+        """The averages of :meth:`evaluate` without per-node arrays, by one compiled pass:
+        ``(ChannelMeans, minima)``.
 
-        The same numbers as ``evaluate(x, eps, starts).means`` up to the order of summation.
         ``minima``: with ``keep``, every node's best and runner-up minimum ``(h, h2)``, each
         ``(n, 2)`` (warm starts for a nearby ``x``), else ``None``.
         """
         x = np.asarray(x, float)
-        q, m, theta, V = (float(v) for v in x)
-        p = self.params
-        self._check_domain(q, theta, V)
-        if not hasattr(self, "_xi_eta"):
-            self._xi_eta = (np.ascontiguousarray(self.nodes.xi),
-                            np.ascontiguousarray(self.nodes.eta),
-                            np.ascontiguousarray(self.nodes.weights, float))
-        xi, eta, wts = self._xi_eta
-        n = len(wts)
-        chunks = max(1, min(n, self.FUSED_CHUNKS))
-        sums = np.zeros((chunks, self._n_atoms + 2))
-        counts = np.zeros((chunks, 2), np.int64)
-        given = starts is not None
-        S = (np.ascontiguousarray(starts, float) if given else np.empty((n, 0, 2)))
-        h, h2 = (np.empty((n, 2)), np.empty((n, 2))) if keep else (np.empty((0, 2)),) * 2
-        channel_module().channel_sums(xi, eta, wts, q, m, theta, V, float(p.sigma),
-                                      float(p.omega), p.A_array, float(p.rho), float(eps), S,
-                                      given, float(self.gtol), 100, keep, h, h2, sums, counts)
-        failed, ties = (int(v) for v in counts.sum(axis=0))
-        out = ChannelMeans(x=x, eps=eps, means=sums.sum(axis=0), n_atoms=self._n_atoms,
-                           n_failed=failed, n_ties=ties)
-        return out, ((h, h2) if keep else None)
+        pas = self._pass(x, eps, starts, keep=keep, rows=False)
+        out = ChannelMeans(x=x, eps=eps, means=self._means_of(pas["sums"]),
+                           n_atoms=self._n_atoms, n_failed=pas["failed"], n_ties=pas["mixed"])
+        return out, ((pas["h"][:, :, 0], pas["h2"][:, :, 0]) if keep else None)
 
     def derivative(self, state: ChannelState, j: int, step: float) -> np.ndarray:
         r""":math:`\partial\,\mathrm{means}/\partial x_j` of the smoothed averages.
@@ -284,26 +291,26 @@ class OutputChannel:
         """
         x = state.x.copy()
         x[j] += step
-        w, t = self._setup(x)
-        V = x[3]
-        sig = self.params.sigma
-        pr = prox(w, t, V, sig, gtol=self.gtol, extra_starts=state.prox.h[:, None, :],
-                  include_default=False)
-        n = w.shape[0]
-        d_best = (self._rows(np.arange(n), w, t, pr.h, pr.value, V) - state.rows_best) / step
+        best = self._pass(x, 0.0, state.prox.h[:, None, :], only_given=True)
+        rows = self._paper_rows(best["rows"], best["G"])
+        d_best = (rows - state.rows_best) / step
         p = state.p
         d_mixed = d_best
         cand = tie_candidates(state.prox.gap, state.eps)
         if cand.any():
             idx = np.flatnonzero(cand)
-            pr2 = prox(w[idx], t[idx], V, sig, gtol=self.gtol,
-                       extra_starts=state.prox.h2[idx][:, None, :], include_default=False)
-            rows2 = self._rows(idx, w[idx], t[idx], pr2.h, pr2.value, V)
+            sec = self._pass(x, 0.0, state.prox.h2[idx][:, None, :], only_given=True, idx=idx)
+            rows2 = self._paper_rows(sec["rows"], sec["G"])
             d_second = (rows2 - state.rows_second[idx]) / step
-            d_gap = ((pr2.value - pr.value[idx]) - state.prox.gap[idx]) / step
+            d_gap = ((sec["G"] - best["G"][idx]) - state.prox.gap[idx]) / step
             pi = p[idx][:, None]
             dp = (p[idx] * (1 - p[idx]) * d_gap / state.eps)[:, None]
             d_mixed = d_best.copy()
             d_mixed[idx] = (pi * d_best[idx] + (1 - pi) * d_second
                             + dp * (state.rows_best[idx] - state.rows_second[idx]))
         return self.nodes.expect(d_mixed)
+
+
+def _target_matrix(t) -> np.ndarray:
+    from .prox import target_matrix
+    return np.ascontiguousarray(target_matrix(t))

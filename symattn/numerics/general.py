@@ -58,7 +58,6 @@ from ..compile.general_equations import general_equations
 from ..compile.generated import shape_kernels
 from ..compile.shape import Shape
 from ..model import ModelParams
-from .channel import tie_candidates
 from .quadrature import NodeSet, SobolRule
 
 __all__ = ["OrderParameters", "GeneralChannel", "GeneralState", "GeneralFixedPoint",
@@ -68,6 +67,12 @@ __all__ = ["OrderParameters", "GeneralChannel", "GeneralState", "GeneralFixedPoi
 
 class InvalidGeneralOrderParameters(ValueError):
     """Order parameters outside the domain: ``q``, ``V`` or ``R`` not positive definite."""
+
+
+def tie_candidates(gap, eps):
+    """Nodes whose runner-up minimum is close enough to matter in the smoothed selection
+    (``gap < 800 eps``; :class:`~symattn.numerics.channel.ChannelState`)."""
+    return np.isfinite(gap) & (gap < 800.0 * eps)
 
 
 def _sym(X):
@@ -154,11 +159,12 @@ class GeneralChannel:
     """The output channel of one shape on one node set (module doc, steps 1-3)."""
 
     def __init__(self, params: ModelParams, nodes: NodeSet, gtol: float = 1e-13,
-                 max_iter: int = 200):
+                 max_iter: int | None = None):
         self.params = params
         self.nodes = nodes
         self.gtol = gtol
-        self.max_iter = max_iter
+        # the paper's instance keeps its prox's iteration limit (numerics.prox)
+        self.max_iter = max_iter or (100 if params.is_paper_shape else 200)
         L, r, rt = params.L, params.r, params.r_t
         self.shape = Shape(L=L, r=r, r_t=rt)
         self.kernels = shape_kernels(self.shape)
@@ -220,38 +226,82 @@ class GeneralChannel:
         pas = self._pass(x, warm, only_warm, 0.0)
         return w, hs, self.targets(hs), pas["h"], pas["G"], pas["conv"], pas["G2"], pas["h2"]
 
-    #: chunks of the fused pass's sums (fixed: the sums do not depend on the threads)
-    CHUNKS = 1024
+    #: the most chunks of the fused pass's sums, and the fewest nodes of one
+    CHUNKS, CHUNK_NODES = 1024, 64
 
-    def _pass(self, x: OrderParameters, warm, only_warm: bool, eps: float) -> dict:
+    @classmethod
+    def chunks(cls, n: int) -> int:
+        """The number of chunks the fused pass sums ``n`` nodes in: a function of ``n`` alone,
+        so the sums do not depend on the number of threads; at most :attr:`CHUNKS` (the large
+        rules' sums, as the paper's kernel summed them), with at least :attr:`CHUNK_NODES`
+        nodes each (a chunk allocates its work arrays: on ``2^12`` nodes 1024 chunks cost
+        more than the warm-started Newton)."""
+        return max(1, min(cls.CHUNKS, n // cls.CHUNK_NODES))
+
+    def _pass(self, x: OrderParameters, warm=None, only_warm: bool = False, eps: float = 0.0,
+              *, keep: bool = True, rows: bool = False, idx=None) -> dict:
         """One fused compiled pass (:mod:`symattn.compile.general_channel`): the node map, the
         start set (module doc, step 2), the prox, the rows smoothed over ``eps`` and their sums.
-        Returns ``sums`` (the atoms, ``E[M]``, ``E[loss]``), ``failed``, ``mixed`` and every
-        node's ``h``, ``h2`` (``(n, L, r)``, original frame), ``G``, ``G2``, ``conv``."""
+
+        ``warm``: given starts, an array ``(n, L, r)``, a tuple of them, or one array
+        ``(n, s, L r)`` of ``s`` flat starts per node (original frame); ``idx``: the pass over
+        those nodes only (``warm`` given for them).  Returns ``sums`` (the atoms, ``E[M]``,
+        ``E[loss]``), ``failed``, ``mixed``, with ``keep`` every node's ``h``, ``h2``
+        (``(n, L, r)``, original frame), ``G``, ``G2``, ``conv``, and with ``rows`` the rows
+        (``(n, N_ATOMS + 1)``: the atoms' integrands, the loss) at ``h`` (``rows``) and at the
+        runner-up where it is mixed in (``rows2``, else nan)."""
         K, B = self.factors(x)
         vals, U = np.linalg.eigh(_sym(x.V))
-        n, (L, r, rt) = self.nodes.size, self.params_shape
-        warm = [] if warm is None else list(warm) if isinstance(warm, tuple) else [warm]
-        extra = (np.ascontiguousarray(np.stack(warm, axis=1).reshape(n, len(warm), L * r))
-                 if warm else np.empty((n, 0, L * r)))
-        if only_warm and not warm:
+        L, r, rt = self.params_shape
+        xi, eta, wts = ((self._xi_flat, self._eta_flat, self._weights) if idx is None else
+                        (self._xi_flat[idx], self._eta_flat[idx], self._weights[idx]))
+        n = len(wts)
+        if isinstance(warm, np.ndarray) and warm.ndim == 3 and warm.shape[1:] != (L, r):
+            extra = np.ascontiguousarray(warm, float)
+        else:
+            warm = [] if warm is None else list(warm) if isinstance(warm, tuple) else [warm]
+            extra = (np.ascontiguousarray(np.stack(warm, axis=1).reshape(n, len(warm), L * r))
+                     if warm else np.empty((n, 0, L * r)))
+        if only_warm and extra.shape[1] == 0:
             raise ValueError("only_warm needs warm starts")
-        chunks = max(1, min(n, self.CHUNKS))
+        chunks = self.chunks(n)
         sums = np.zeros((chunks, self.equations.N_ATOMS + 2))
         counts = np.zeros((chunks, 2), np.int64)
-        h, h2 = np.empty((n, L * r)), np.empty((n, L * r))
-        G, G2, conv = np.empty(n), np.empty(n), np.empty(n, bool)
+        m = n if keep else 0
+        h, h2 = np.empty((m, L * r)), np.empty((m, L * r))
+        G, G2, conv = np.empty(m), np.empty(m), np.empty(m, bool)
+        nr = n if rows else 0
+        rows1, rows2 = (np.empty((nr, self.equations.N_ATOMS + 1)) for _ in range(2))
         c = lambda a: np.ascontiguousarray(a, float)   # noqa: E731
         p = self.params
         self.fused.channel_pass(
-            self._xi_flat, self._eta_flat, self._weights, c(x.M), c(K),
-            c(np.linalg.solve(K, x.theta.T)), c(B.T), c(U), c(vals), c(np.linalg.inv(_sym(x.V))),
-            float(p.sigma), float(p.omega), self.A, float(eps), extra, bool(only_warm),
-            float(self.gtol), int(self.max_iter), sums, counts, h, h2, G, G2, conv)
+            xi, eta, wts, c(x.M), c(K), c(np.linalg.solve(K, x.theta.T)), c(B.T), c(U), c(vals),
+            c(np.linalg.inv(_sym(x.V))), float(p.sigma), float(p.omega), self.A, float(eps),
+            extra, bool(only_warm), float(self.gtol), int(self.max_iter), sums, counts,
+            bool(keep), h, h2, G, G2, conv, rows1, rows2)
         failed, mixed = (int(v) for v in counts.sum(axis=0))
-        return {"sums": sums.sum(axis=0), "failed": failed, "mixed": mixed,
-                "h": h.reshape(n, L, r), "h2": h2.reshape(n, L, r), "G": G, "G2": G2,
-                "conv": conv}
+        out = {"sums": sums.sum(axis=0), "failed": failed, "mixed": mixed}
+        if keep:
+            out.update(h=h.reshape(n, L, r), h2=h2.reshape(n, L, r), G=G, G2=G2, conv=conv)
+        if rows:
+            out.update(rows=rows1, rows2=rows2)
+        return out
+
+    def rows_at(self, x: OrderParameters, h, idx=None) -> np.ndarray:
+        """The rows (the atoms' integrands, then the loss; ``(n, N_ATOMS + 1)``) at given
+        minimisers ``h`` (``(n, L, r)``) of the nodes ``idx`` (all if ``None``)."""
+        w, hs = self.node_map(x)
+        L, r, _ = self.params_shape
+        sel = slice(None) if idx is None else idx
+        xi, eta = self._xi_flat[sel], self._eta_flat[sel]
+        n = len(xi)
+        out = np.empty((n, self.equations.N_ATOMS + 1))
+        self.fused.rows_nodes(xi, eta, np.ascontiguousarray(np.reshape(h, (n, L * r)), float),
+                              np.ascontiguousarray(w[sel].reshape(n, L * r)),
+                              np.ascontiguousarray(np.linalg.inv(_sym(x.V))),
+                              np.ascontiguousarray(self.targets(hs[sel])), float(self.params.sigma),
+                              out)
+        return out
 
     def evaluate(self, x: OrderParameters, alpha: float, warm=None,
                  only_warm: bool = False, pin: tuple = (), eps: float = 0.0) -> GeneralState:
