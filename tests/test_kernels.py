@@ -181,13 +181,20 @@ def test_a_second_process_loads_from_the_cache(tmp_path):
     r1 = _run(first, env)
     assert r1.returncode == 0, r1.stderr
     files = sorted(p.name for p in (tmp_path / "kernels").glob("*.py"))
-    assert len(files) == 3, files          # shape kernels, channel rows, the equations
+    # the shape's kernels, its fused channel pass (the paper's start set), the general
+    # equations of the shape and the paper's scalar equations
+    assert len(files) == 4, files
     second = textwrap.dedent("""
         import symattn.compile.generated as gen, symattn.compile.kernels as kern
+        import symattn.compile.general_channel as gch, symattn.compile.general_equations as geq
+        import symattn.symbolic.general as sg
         def refuse(*a, **k):
             raise AssertionError("derived again")
         kern._equations = refuse
         gen.shape_source = refuse
+        gch.channel_source = refuse
+        geq.general_equations_source = refuse
+        sg.derive_general_saddle_point = refuse
     """) + textwrap.dedent(first)
     r2 = _run(second, env)
     assert r2.returncode == 0, r2.stderr
