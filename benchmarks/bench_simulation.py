@@ -20,8 +20,8 @@ import tracemalloc
 import numpy as np
 
 from symattn import ModelParams
-from symattn.simulation import STARTS, linear_baseline, make_dataset, minimise, warm_start
-from symattn.simulation.empirical_risk import order_parameters, risk_and_grad
+from symattn.simulation import (STARTS, linear_baseline, make_dataset, minimise, order_parameters,
+                                paper_order_parameters, risk_and_grad, warm_start)
 
 
 def _mb(x: float) -> str:
@@ -41,7 +41,7 @@ def bench_small(d: int, alpha: float, repeat: int) -> None:
             t0 = time.perf_counter()
             mn = minimise(data, Q0)
             times.append(time.perf_counter() - t0)
-        op = order_parameters(mn.Q, data)
+        op = paper_order_parameters(order_parameters(mn.Q, data))
         print(f"  {start:>10s}: {min(times):6.3f} s (best of {repeat}), {mn.iterations:4d} iterations, "
               f"{mn.n_evaluations:4d} evaluations, |grad|_inf = {mn.grad_norm:.1e}, converged = {mn.converged}, "
               f"eps_t = {mn.R / d:.6f}, m = {op['m']:.4f}, theta = {op['theta']:.4f}")
@@ -67,7 +67,7 @@ def bench_big(d: int, alpha: float, start: str, dtype: str) -> None:
     B = linear_baseline(data)
     tracemalloc.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
-    op = order_parameters(mn.Q, data)
+    op = paper_order_parameters(order_parameters(mn.Q, data))
     print(f"d = {d}, alpha = {alpha}, n = {data.n}, Z stored as {data.Z.dtype} ({_mb(data.Z.nbytes)})")
     print(f"  data generation: {t_data:.1f} s, tracemalloc peak {_mb(peak_data)}")
     print(f"  solve from {start!r}: {mn.wall_time:.1f} s, {mn.iterations} iterations, {mn.n_evaluations} "

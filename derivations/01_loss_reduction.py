@@ -7,7 +7,7 @@ p_1 = (1, ..., 1) and s = (+1, -1), so that P P^T / d = s s^T.  The residual is
     E = T Z - S X = D Z - S P / sqrt(d),      D = T - S,
 
 and with G = Z Z^T and c = Z p_1 / sqrt(d) its norm takes the Gram form used by the simulator
-(symattn/simulation/empirical_risk.py)
+(symattn/simulation/general.py, its L = 2 case: C = c s^T, s = (1, -1))
 
     ||E||_F^2 / (2d) = [ tr(D G D^T) - 2 (D c).(S s) + ||S s||^2 ] / (2d).
 

@@ -66,8 +66,8 @@ from pathlib import Path
 import numpy as np
 
 from symattn import ModelParams
-from symattn.simulation import generalisation_errors, make_dataset, minimise, warm_start
-from symattn.simulation.empirical_risk import order_parameters
+from symattn.simulation import (generalisation_errors, make_dataset, minimise, order_parameters,
+                                paper_order_parameters, warm_start)
 from symattn.numerics.observables import generalisation_error
 from symattn.stats import mean_se
 
@@ -107,29 +107,30 @@ class Instance:
     def __init__(self, params, d, alpha, seed, gtol, maxiter):
         self.data = make_dataset(params, d, alpha, seed)
         self.d, self.seed, self.gtol, self.maxiter = d, seed, gtol, maxiter
-        self.tnorm = float(self.data.Q_star @ self.data.Q_star / d)
+        self.tnorm = float(self.data.Q_star[:, 0] @ self.data.Q_star[:, 0] / d)
         self.runs = []
         self.minima = []          # list of (Q, record) of distinct minima
         self.rng = np.random.default_rng([seed, 20240917])
 
     def solve(self, label: str, Q0: np.ndarray) -> dict:
         mn = minimise(self.data, Q0, gtol=self.gtol, maxiter=self.maxiter)
-        op = order_parameters(mn.Q, self.data)
+        Q = mn.Q[:, 0]                       # the minimiser is (d, 1): the paper's vector
+        op = paper_order_parameters(order_parameters(Q, self.data))
         rec = {"seed": self.seed, "d": self.d, "start": label, "eps_t": mn.R / self.d, **op,
                "cls": classify(op), "grad_norm": mn.grad_norm, "converged": mn.converged,
                "iterations": mn.iterations, "wall": mn.wall_time, "tnorm": self.tnorm}
-        nq = np.linalg.norm(mn.Q)
+        nq = np.linalg.norm(Q)
         mid = None
         for j, (Qj, rj) in enumerate(self.minima):
-            dist = min(np.linalg.norm(mn.Q - Qj), np.linalg.norm(mn.Q + Qj)) / max(np.linalg.norm(Qj), 1e-300)
+            dist = min(np.linalg.norm(Q - Qj), np.linalg.norm(Q + Qj)) / max(np.linalg.norm(Qj), 1e-300)
             if dist < 1e-3:
                 mid = j
                 break
         if mid is None:
             mid = len(self.minima)
-            self.minima.append((mn.Q, rec))
+            self.minima.append((Q, rec))
         elif rec["eps_t"] < self.minima[mid][1]["eps_t"]:
-            self.minima[mid] = (mn.Q, rec)
+            self.minima[mid] = (Q, rec)
         rec["min_id"] = mid
         rec["norm"] = float(nq)
         self.runs.append(rec)

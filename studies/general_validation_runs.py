@@ -4,8 +4,8 @@ What it measures
 ----------------
 For each case below, each dimension ``d``, each sample complexity ``alpha`` and each instance
 (seed ``k`` -> data seed :func:`symattn.simulation.instances.data_seed` ``(d, k) = 10^6 d + k``,
-as :func:`symattn.simulation.general.simulate_general`), the empirical risk is minimised with
-L-BFGS-B (:func:`symattn.simulation.general.run_general_paired`, ``gtol = 1e-8``) from THREE
+as :func:`symattn.simulation.general.simulate`), the empirical risk is minimised with
+L-BFGS-B (:func:`symattn.simulation.general.run_paired`, ``gtol = 1e-8``) from THREE
 starts on the SAME data: ``semantic`` (``Q = Q*``), ``positional`` (``Q`` along the encodings)
 and ``random`` (``Q`` iid ``N(0, 1)``).  All minima are scored on the same ``n_test = 2000``
 fresh sentences.  Per start it records ``eps_t`` (``R(Q)/d``, penalty included), ``eps_g`` and
@@ -72,7 +72,7 @@ from pathlib import Path
 import numpy as np
 
 from symattn.model import ModelParams
-from symattn.simulation.general import run_general_paired
+from symattn.simulation.general import run_paired
 from symattn.simulation.instances import alpha_key, data_seed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,7 +91,7 @@ CASES = {
     "appendix": dict(A=((0.3, 0.7), (0.8, 0.2)), Pi="antipodal", r=1, r_t=1, omegas=(0.14,),
                      alphas=(0.8, 1.0, 1.1, 1.2, 1.3, 1.5)),
 }
-#: Keys of GeneralResult.as_dict kept per start (d, alpha, L, r, r_t, start, seed are per run).
+#: Keys of SimulationResult.as_dict kept per start (d, alpha, L, r, r_t, start, seed are per run).
 KEEP = ("eps_t", "eps_g", "eps_g_err", "eps_lin", "eps_lin_err", "converged", "grad_norm",
         "iterations", "q", "M", "theta", "q_eigs", "Tr_q", "MM", "thth", "thM", "teacher_norm",
         "wall_time")
@@ -183,8 +183,8 @@ def one_instance(params: ModelParams, d: int, alpha: float, seed: int, n_test: i
                  maxiter: int) -> dict:
     t0 = time.perf_counter()
     ds = data_seed(d, seed)
-    res = run_general_paired(params, d, alpha, ds, starts=STARTS, n_test=n_test, gtol=gtol,
-                             maxiter=maxiter)
+    res = run_paired(params, d, alpha, ds, starts=STARTS, n_test=n_test, gtol=gtol,
+                     maxiter=maxiter)
     wall = time.perf_counter() - t0
     starts = {}
     for name, r in res.items():

@@ -39,9 +39,8 @@ from pathlib import Path
 import numpy as np
 
 from symattn.model import ModelParams
-from symattn.simulation.data import make_dataset
-from symattn.simulation.empirical_risk import order_parameters, risk_and_grad
-from symattn.simulation.train import minimise, warm_start
+from symattn.simulation import (make_dataset, minimise, order_parameters, paper_order_parameters,
+                                risk_and_grad, warm_start)
 
 OUT = Path(__file__).resolve().parent / "data" / "hessian_spectrum.json"
 
@@ -52,7 +51,7 @@ def hessian(Q, data, step=1e-5):
     for j in range(d):
         e = np.zeros(d)
         e[j] = step
-        H[:, j] = (risk_and_grad(Q + e, data)[1] - risk_and_grad(Q - e, data)[1]) / (2 * step)
+        H[:, j] = (risk_and_grad(Q + e, data)[1] - risk_and_grad(Q - e, data)[1])[:, 0] / (2 * step)
     return (H + H.T) / 2
 
 
@@ -73,10 +72,10 @@ def main(argv=None):
                 t0 = time.perf_counter()
                 data = make_dataset(p, d, alpha, seed)
                 mn = minimise(data, warm_start(data, start, positional_scale=0.5))
-                ev = np.linalg.eigvalsh(hessian(mn.Q, data))
+                ev = np.linalg.eigvalsh(hessian(mn.Q[:, 0], data))
                 row = {"alpha": alpha, "start": start, "d": d, "seed": seed,
                        "converged": mn.converged, "grad_norm": mn.grad_norm, "eps_t": mn.R / d,
-                       **order_parameters(mn.Q, data), "smallest": ev[:8].tolist(),
+                       **paper_order_parameters(order_parameters(mn.Q, data)), "smallest": ev[:8].tolist(),
                        "below_0.05": int((ev < 0.05).sum()), "median": float(np.median(ev)),
                        "wall_time": time.perf_counter() - t0}
                 rows.append(row)

@@ -92,8 +92,7 @@ from studies.alpha1_discrepancy import Instance, classify, parse_seeds  # noqa: 
 
 from symattn import ModelParams  # noqa: E402
 from symattn.runs import atomic_write_text  # noqa: E402
-from symattn.simulation import warm_start  # noqa: E402
-from symattn.simulation.empirical_risk import risk  # noqa: E402
+from symattn.simulation import risk, warm_start  # noqa: E402
 from symattn.stats import mean_se  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent

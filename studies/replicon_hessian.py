@@ -102,9 +102,9 @@ import numpy as np
 
 from symattn.model import ModelParams
 from symattn.simulation._blas import limit_blas_threads
-from symattn.simulation.data import SIGNS, make_dataset
-from symattn.simulation.empirical_risk import block_loss_and_grad_h, order_parameters, pre_activations
-from symattn.simulation.train import minimise, warm_start
+from symattn.simulation.general import (block_loss_and_grad_h, make_dataset, minimise, order_parameters,
+                                        pre_activations, warm_start)
+from symattn.simulation.instances import paper_order_parameters
 from symattn.stats import mean_se
 
 if __package__ in (None, ""):     # run as a file, python studies/NAME.py: the repository root
@@ -118,17 +118,18 @@ CASES = [(1.0, "semantic"), (1.0, "positional"), (1.5, "semantic"), (1.5, "posit
 H_STEP = 1e-5
 
 
-def curvature_h(block, h, d, step=H_STEP):
+def curvature_h(block, h, Pi, d, step=H_STEP):
     """``D = d^2 l / dh^2`` per sentence, ``(k, 2, 2)``, by central differences of the exact
-    ``dl/dh`` (:func:`block_loss_and_grad_h`) in ``h``; step ``step * max(1, |h_l|)``; symmetrised."""
+    ``dl/dh`` (:func:`block_loss_and_grad_h`, rank one: ``h`` is ``(k, 2)``) in ``h``; step
+    ``step * max(1, |h_l|)``; symmetrised."""
     D = np.empty(h.shape + (2,))
     for j in range(2):
         dh = step * np.maximum(1.0, np.abs(h[:, j]))
         hp, hm = h.copy(), h.copy()
         hp[:, j] += dh
         hm[:, j] -= dh
-        gp = block_loss_and_grad_h(block, hp, d)[1]
-        gm = block_loss_and_grad_h(block, hm, d)[1]
+        gp = block_loss_and_grad_h(block, hp[:, :, None], Pi, d)[1][:, :, 0]
+        gm = block_loss_and_grad_h(block, hm[:, :, None], Pi, d)[1][:, :, 0]
         D[:, :, j] = (gp - gm) / (2.0 * dh[:, None])
     return 0.5 * (D + D.transpose(0, 2, 1))
 
@@ -138,15 +139,15 @@ def exact_hessian(Q, data, chunk_size=None):
     :math:`J_\mu = Z_\mu/\sqrt{d} + s 1^\top / d` (``2 x d``, exact since h is linear in Q) and
     :math:`D_\mu` from :func:`curvature_h`.  Built chunk by chunk (one ``gemm`` per chunk,
     memory ``O(d^2 + chunk d)``); symmetric."""
-    Q = np.asarray(Q, dtype=np.float64)
+    Q = np.asarray(Q, dtype=np.float64).reshape(-1, 1)
     d = data.d
     sqd = np.sqrt(d)
-    m = Q.sum() / d
+    M = data.P @ Q / d                                     # (m, -m)
     H = np.zeros((d, d))
     for block in data.blocks(chunk_size):
-        h = pre_activations(block.Z, Q, m)
-        D = curvature_h(block, h, d)
-        J = block.Z / sqd + SIGNS[None, :, None] / d          # (k, 2, d)
+        h = pre_activations(block.Z, Q, M)[:, :, 0]
+        D = curvature_h(block, h, data.Pi, d)
+        J = block.Z / sqd + data.P[None] / d               # (k, 2, d); rows of P are s_l 1^T
         DJ = np.einsum("kij,kjd->kid", D, J)
         k = J.shape[0]
         H += J.reshape(2 * k, d).T @ DJ.reshape(2 * k, d)
@@ -176,7 +177,7 @@ def check_hessian(d=200, seed=0):
         data = make_dataset(p, d, 1.0, seed)
         mn = minimise(data, warm_start(data, "semantic"))
         Qr = np.random.default_rng(12345).standard_normal(d)
-        for name, Q in (("minimum", mn.Q), ("random_point", Qr)):
+        for name, Q in (("minimum", mn.Q[:, 0]), ("random_point", Qr)):
             He = exact_hessian(Q, data)
             Hf = fd_hessian(Q, data)
             ee, ef = np.linalg.eigvalsh(He), np.linalg.eigvalsh(Hf)
@@ -218,7 +219,8 @@ def instance(data, start):
     d = data.d
     return {"alpha": data.alpha, "start": start, "d": d, "seed": data.seed,
             "converged": mn.converged, "grad_norm": mn.grad_norm, "iterations": mn.iterations,
-            "eps_t": mn.R / d, **order_parameters(mn.Q, data), **spectral_stats(ev, d),
+            "eps_t": mn.R / d, **paper_order_parameters(order_parameters(mn.Q, data)),
+            **spectral_stats(ev, d),
             "smallest": float(ev[0]), "smallest8": ev[:8].tolist(), "largest": float(ev[-1]),
             "n_negative": int((ev < 0).sum()),
             "time_train": t1 - t0, "time_hessian": t2 - t1, "time_eig": t3 - t2,

@@ -124,18 +124,18 @@ def simulate(*, d: int, alpha: float, start: str, seeds: int = 1, n_test: int = 
     ``"random"``; the first two are paired with the other on the same data.
     ``progress(k, n, seconds)`` is called after each seed.
 
-    The paper's shape returns a :class:`~symattn.simulation.instances.SimulationSummary`; any
-    other (``Pi``, ``r``, ``r_t``, an ``L x L`` ``A``; model page §7) the dict of
-    :func:`symattn.simulation.general.simulate_general`."""
+    Both run the one simulator (:mod:`symattn.simulation.general`).  The paper's shape returns
+    a :class:`~symattn.simulation.instances.SimulationSummary` (the paper's scalars ``m``,
+    ``theta``, ``q``); any other (``Pi``, ``r``, ``r_t``, an ``L x L`` ``A``; model page §7) the
+    dict of :func:`symattn.simulation.general.simulate` (matrices)."""
+    from .simulation.general import STARTS, simulate as simulate_matrices
     from .simulation.instances import simulate_seeds
     from .simulation.memory import check_size
-    from .simulation.train import STARTS
     check_choice("start", start, STARTS)
     check_int("seeds", seeds, 1)
     params = model_params(omega=omega, sigma=sigma, lam=lam, A=A, Pi=Pi, r=r, r_t=r_t)
     if not params.is_paper_shape:
-        from .simulation.general import simulate_general
-        return simulate_general(params, d, alpha, start, seeds, n_test=n_test, progress=progress)
+        return simulate_matrices(params, d, alpha, start, seeds, n_test=n_test, progress=progress)
     d, alpha = check_size(d, alpha, n_test)
     return simulate_seeds(params, d, alpha, start, seeds, n_test=n_test, progress=progress)
 

@@ -140,7 +140,7 @@ def test_params_as_a_dict():
     (dict(params={"omega": 2.0}), "omega"),
 ])
 def test_simulation_refused(kwargs, name):
-    from symattn.simulation.train import run
+    from symattn.simulation import run
     args = dict(params=ModelParams(), d=50, alpha=1.0, seed=0) | kwargs
     with pytest.raises(ParameterError, match=f"^{name}: "):
         run(args.pop("params"), args.pop("d"), args.pop("alpha"), seed=args.pop("seed"))

@@ -1,4 +1,6 @@
-"""Tests of the finite-size simulator (the model page sections 2, 4 and 6).
+"""Tests of the finite-size simulator at the paper's shape (the model page sections 2, 4 and 6):
+:mod:`symattn.simulation.general` given ``ModelParams()``, whose teacher is a ``(d, 1)`` column
+and whose gradient is ``(d, 1)``; the references below use the paper's vectors ``Q*[:, 0]``.
 
 The references here are written independently of :mod:`symattn.simulation`: a literal
 implementation of the risk (explicit ``X``, ``Y`` and the ``L = 2`` logistic form of the softmax,
@@ -14,7 +16,7 @@ from symattn import ModelParams
 from symattn.simulation import (SimulationResult, generalisation_errors, linear_baseline, make_dataset,
                                 minimise, risk, risk_and_grad, run_paired, simulate, warm_start)
 from symattn.simulation._blas import _controllers, limit_blas_threads
-from symattn.simulation.train import RESULT_KEYS
+from symattn.simulation.general import RESULT_KEYS
 
 S_SIGNS = np.array([1.0, -1.0])
 
@@ -41,7 +43,7 @@ def naive_risk(Q, data):
     d = data.d
     Z = np.asarray(data.Z, dtype=float)
     X = Z + S_SIGNS[:, None] * np.ones(d) / np.sqrt(d)
-    Y = teacher_L2(Z @ data.Q_star / np.sqrt(d), data.params) @ Z
+    Y = teacher_L2(Z @ data.Q_star[:, 0] / np.sqrt(d), data.params) @ Z
     F = softmax_L2(X @ Q / np.sqrt(d)) @ X
     return np.sum((Y - F) ** 2) / (2 * d) + 0.5 * data.params.lam * Q @ Q
 
@@ -63,7 +65,7 @@ def exact_test_error(data, S_of_hstar, n_gh=60):
     E[l | h*] = sum_l [ (d/|Q*|^2) (D h*)_l^2 + sigma^2 (d-1) |D_l|^2
                         - 2 (S s)_l (D h*)_l (Q* . p_1)/|Q*|^2 + (S s)_l^2 ] / (2d).
     """
-    d, Qs, p = data.d, data.Q_star, data.params
+    d, Qs, p = data.d, data.Q_star[:, 0], data.params
     nq2 = Qs @ Qs
     nodes, w = gh2(n_gh)
     hs = np.sqrt(p.sigma ** 2 * nq2 / d) * nodes
@@ -87,7 +89,7 @@ def test_data_shapes_reproducible_and_conventions():
     f32 = make_dataset(p, d, alpha, seed=3, dtype=np.float32)
     n = round(alpha * d)
     assert a.Z.shape == (n, 2, d) and a.X().shape == (n, 2, d) and a.Y().shape == (n, 2, d)
-    assert a.Q_star.shape == (d,) and a.T.shape == (n, 2, 2)
+    assert a.Q_star.shape == (d, 1) and a.T.shape == (n, 2, 2)
     assert a.Z.dtype == np.float64 and f32.Z.dtype == np.float32
     assert np.array_equal(a.Z, b.Z) and np.array_equal(a.Q_star, b.Q_star) and np.array_equal(a.T, b.T)
     assert not np.allclose(a.Z, c.Z) and not np.allclose(a.Q_star, c.Q_star)
@@ -95,7 +97,7 @@ def test_data_shapes_reproducible_and_conventions():
     assert np.array_equal(f32.Z, a.Z.astype(np.float32)) and np.array_equal(f32.Q_star, a.Q_star)
     # x_l = z_l + s_l p_1 / sqrt(d), the teacher acts on Z, and T is row-stochastic
     assert np.allclose(a.X() - a.Z, S_SIGNS[:, None] / np.sqrt(d) * np.ones(d))
-    assert np.allclose(a.Y(), teacher_L2(a.Z @ a.Q_star / np.sqrt(d), p) @ a.Z, atol=1e-13)
+    assert np.allclose(a.Y(), teacher_L2(a.Z @ a.Q_star[:, 0] / np.sqrt(d), p) @ a.Z, atol=1e-13)
     assert np.allclose(a.T.sum(-1), 1.0)
     # token variance sigma^2 and teacher entries N(0, 1), loosely
     assert abs(a.Z.var() / p.sigma ** 2 - 1) < 0.1 and abs(a.Q_star.var() - 1) < 0.6
@@ -107,8 +109,9 @@ def test_risk_and_gradient_match_literal_risk_and_central_differences(dtype):
     p = ModelParams()
     data = make_dataset(p, 20, 2.0, seed=1, dtype=dtype)
     rng = np.random.default_rng(0)
-    for Q in (rng.standard_normal(20), data.Q_star, np.ones(20) + 0.3 * rng.standard_normal(20)):
+    for Q in (rng.standard_normal(20), data.Q_star[:, 0], np.ones(20) + 0.3 * rng.standard_normal(20)):
         R, g = risk_and_grad(Q, data)
+        g = g[:, 0]                            # the gradient is (d, r) = (20, 1)
         R_ref = naive_risk(Q, data)
         assert R == pytest.approx(R_ref, rel=1e-12)
         h = 1e-5
@@ -167,7 +170,7 @@ def test_linear_baseline_matches_theory():
     B = linear_baseline(data)
     _, (el, se) = generalisation_errors(data, [], B, n_test=4000)
     nodes, w = gh2(60)
-    rho_d = p.sigma ** 2 * (data.Q_star @ data.Q_star) / data.d
+    rho_d = p.sigma ** 2 * (data.Q_star[:, 0] @ data.Q_star[:, 0]) / data.d
     T = teacher_L2(np.sqrt(rho_d) * nodes, p)
     ET = np.einsum("n,nij->ij", w, T)
     theory = 0.5 * p.sigma ** 2 * float(w @ np.sum((T - ET) ** 2, axis=(-2, -1)))
@@ -188,7 +191,7 @@ def test_minimisation_reaches_small_gradient_from_each_start():
         R, g = risk_and_grad(mn.Q, data)
         assert np.max(np.abs(g)) <= 1e-8 and mn.grad_norm <= 1e-8
         assert R == pytest.approx(mn.R, rel=1e-12) and R < risk(Q0, data)
-    # warm-start scaling: positional start has m = 1 (module doc of train.py)
+    # warm-start scaling: positional start has m = 1 (module doc of general.py)
     assert warm_start(data, "positional").sum() / data.d == pytest.approx(1.0)
 
 
@@ -199,14 +202,18 @@ def test_paired_run_and_seed_average():
     assert isinstance(sem, SimulationResult) and tuple(sem.as_dict()) == RESULT_KEYS
     # paired: same data set and test sentences -> identical baseline
     assert sem.eps_lin == pos.eps_lin and sem.eps_lin_err == pos.eps_lin_err
-    assert sem.theta > 0 and pos.m > 0 and sem.converged and pos.converged
+    # the paper's theta and m are theta[0, 0] and M[0, 0] (module doc of general.py)
+    assert sem.theta[0, 0] > 0 and pos.M[0, 0] > 0 and sem.converged and pos.converged
     # eps_t is R/d at the minimum, penalty included
     data = make_dataset(p, 60, 1.5, seed=1)
     assert sem.eps_t == pytest.approx(risk(sem.Q, data) / 60, rel=1e-12)
-    out = simulate(p, 40, 1.0, "positional", seeds=2, n_test=200)
-    for k in ("m", "theta", "q", "eps_t", "eps_g", "eps_lin", "converged", "iterations", "grad_norm",
+    # the seed average: one start per instance (paired=False), matrices entry by entry (m is
+    # M[0][0]), and ``converged`` is "all converged" with the count ``n_converged``
+    out = simulate(p, 40, 1.0, "positional", seeds=2, n_test=200, paired=False)
+    for k in ("M", "theta", "q", "eps_t", "eps_g", "eps_lin", "iterations", "grad_norm",
               "wall_time"):
-        assert k in out and f"{k}_err" in out and np.isfinite(out[k]) and np.isfinite(out[f"{k}_err"])
+        assert k in out and f"{k}_err" in out and np.all(np.isfinite(out[k])) and np.all(np.isfinite(out[f"{k}_err"]))
+    assert out["converged"] is True and out["n_converged"] == 2
     assert out["seeds"] == [0, 1] and len(out["instances"]) == 2
 
 

@@ -19,7 +19,7 @@ EXIT_NOT_FOUND = 3
 
 DEFAULT_OUT = Path("symattn-results")
 RESUMABLE = ("validate", "phase-diagram")
-#: warm starts of ``simulate`` (= symattn.simulation.train.STARTS; not imported here, to keep
+#: warm starts of ``simulate`` (= symattn.simulation.general.STARTS; not imported here, to keep
 #: the command line's start-up free of scipy)
 STARTS = ("semantic", "positional", "random")
 

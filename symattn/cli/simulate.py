@@ -29,7 +29,7 @@ def _simulate_progress(k, n, seconds):
 
 
 def _general_text(res: dict) -> str:
-    """Plain-text summary of :func:`symattn.simulation.general.simulate_general`'s result."""
+    """Plain-text summary of :func:`symattn.simulation.general.simulate`'s result."""
     from ..results import format_estimate
     lines = [f"general model L = {res['L']}, r = {res['r']}, r_t = {res['r_t']}: d = {res['d']}, "
              f"alpha = {res['alpha']:g}, start = {res['start']}, {len(res['seeds'])} seed(s)"]

@@ -9,8 +9,7 @@ from pathlib import Path
 from .common import (EXIT_NOT_FOUND, add_model_group, add_numerics_group, alpha_item, float_arg, fmt, int_arg,
                      list_arg, params_from, settings_from)
 from ..runs.paths import check_output_dir
-from ..simulation.data import MAX_D
-from ..simulation.memory import check_size
+from ..simulation.memory import MAX_D, check_size
 
 
 def add_parser(sub):

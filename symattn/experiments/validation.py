@@ -96,8 +96,7 @@ from ..runs.metadata import versions
 from ..runs.progress import Progress
 from ..simulation.instances import (PAIRED_STARTS, QUANTITIES, SIM_COLUMNS, SIM_TYPES, alpha_key,
                                     simulation_task)
-from ..simulation.data import MAX_D
-from ..simulation.memory import check_memory, check_size
+from ..simulation.memory import MAX_D, check_memory, check_size
 from ..stats import fit_power_law, first_crossing, bootstrap_crossing, mean_se, regression_estimate
 
 __all__ = ["THEORY_COLUMNS", "ValidationGrid", "TheorySettings", "theory_alpha_grid", "theory_sweep",
@@ -127,7 +126,7 @@ class ValidationGrid:
     ds: tuple = (250, 500, 1000, 2000, 4000)
     seeds: int = 8
     n_test: int = 10000     #: fresh test sentences per task (Monte Carlo eps_g, eps_lin)
-    gtol: float = 1e-8      #: L-BFGS-B stop, ``max |grad R|`` (see symattn.simulation.train)
+    gtol: float = 1e-8      #: L-BFGS-B stop, ``max |grad R|`` (see symattn.simulation.general)
     scale_seeds: bool = True
     #: the positional warm start is ``positional_scale * (1, ..., 1)`` (``m = positional_scale``)
     positional_scale: float = 1.0

@@ -1,25 +1,28 @@
-"""Finite-size simulation: data, empirical risk, L-BFGS training (model page §2 and §6).
+"""Finite-size simulation: data, empirical risk, L-BFGS training (model page §2, §6 and §7).
 
-- :mod:`.data`  -- teacher, sentences and their per-sentence Gram quantities (``L = 2``);
-- :mod:`.empirical_risk`  -- the empirical risk ``R(Q)`` and its exact gradient, chunked over sentences;
-- :mod:`.train` -- warm starts, L-BFGS-B minimisation, order parameters, test errors, the linear
-  baseline, paired starts and seed averages.
+- :mod:`symattn.simulation.general` -- the simulator, the only one: teacher, sentences and
+  their Gram quantities, the empirical risk ``R(Q)`` and its exact gradient (chunked over
+  sentences), warm starts, L-BFGS-B minimisation, order parameters, test errors, the linear
+  baseline, paired starts and seed averages, for any ``L``, ``Pi``, ``r``, ``r_t``.  The paper's model is
+  ``ModelParams()`` given to it, not a second code path.
+- :mod:`.instances` -- the paper's shape tabulated in its scalar units (``m = M[0, 0]``,
+  ``theta = theta[0, 0]``, ``q = q[0, 0]``): the paired tasks of ``symattn validate`` and the
+  seed summary of ``symattn simulate``.
+- :mod:`.memory` -- size and memory checks before a run (no scipy).
 """
 from importlib import import_module
 
 #: where each public name lives; imported on first use, so that the size checks
 #: (:mod:`.memory`) load without scipy, and a bad command line is refused at once
 _WHERE = {
-    "Dataset": "data", "make_dataset": "data", "fresh_sentences": "data",
-    "student_attention": "data", "teacher_attention": "data",
-    "risk": "empirical_risk", "risk_and_grad": "empirical_risk",
-    "order_parameters": "empirical_risk",
-    **{name: "train" for name in (
-        "STARTS", "Minimum", "SimulationResult", "warm_start", "minimise", "linear_baseline",
-        "generalisation_errors", "train_starts", "run", "run_paired", "simulate")},
     **{name: "general" for name in (
-        "GeneralDataset", "make_general_dataset", "run_general", "run_general_paired",
-        "simulate_general")},
+        "STARTS", "PAIRED_STARTS", "Dataset", "make_dataset", "dataset_from_arrays",
+        "fresh_sentences", "attention", "teacher_attention", "risk", "risk_and_grad",
+        "order_parameters", "fix_gauge", "warm_start", "Minimum", "minimise", "linear_baseline",
+        "generalisation_errors", "SimulationResult", "train_starts", "run", "run_paired",
+        "simulate", "data_seed")},
+    **{name: "instances" for name in (
+        "paper_order_parameters", "simulation_task", "simulate_seeds", "SimulationSummary")},
 }
 
 __all__ = list(_WHERE)

@@ -1,7 +1,23 @@
-r"""Finite-size simulator of the GENERAL attention model (model page §7): any number of tokens
-``L``, positional encodings given by their Gram matrix :math:`\Pi`, student rank ``r`` and teacher
-rank ``r_t``.  At ``L = 2``, ``r = r_t = 1``, :math:`\Pi = [[1, -1], [-1, 1]]` it is the paper's
-model and reproduces :mod:`.data`, :mod:`.empirical_risk` and :mod:`.train` on the same seed.
+r"""The finite-size simulator of the attention model (model page §2, §6, §7): data, the empirical
+risk and its exact gradient, warm starts, L-BFGS-B training, order parameters, test errors, the
+linear baseline, paired starts and seed averages.  It is the only one: any number of tokens
+``L``, positional encodings given by their Gram matrix :math:`\Pi`, student rank ``r`` and
+teacher rank ``r_t``.
+
+The paper's model is data given to it: ``ModelParams()`` (its defaults) is ``L = 2``,
+``r = r_t = 1``, :math:`\Pi = [[1, -1], [-1, 1]]`, and then ``P`` has the rows
+:math:`p_1 = (1, \dots, 1)` and :math:`p_2 = -p_1` exactly (see Positional encodings below),
+``Q*`` and ``Q`` are ``(d, 1)`` columns, ``q`` and ``theta`` are ``1 x 1`` and ``M`` is
+``2 x 1``.  Its scalar order parameters (model page §3) are the entries
+
+.. math::
+
+    m = \frac{p_1 \cdot Q}{d} = M_{11} \;(= -M_{21}), \qquad
+    \theta = \frac{\sigma^2\, Q \cdot Q^*}{d} = \theta_{11}, \qquad
+    q = \frac{\sigma^2 |Q|^2}{d} = q_{11},
+
+in the theory's units (:func:`symattn.simulation.instances.paper_order_parameters`; the
+tables of ``symattn simulate`` and ``symattn validate`` report them).
 
 Model (model page §2, §7)
 -------------------------
@@ -32,7 +48,10 @@ theory's units (model page §3, §7):
     \varepsilon_g = \mathbb{E}\, \|Y - f_Q(X)\|_F^2 / (2d),
 
 and the test error :math:`\varepsilon_{\rm lin}` of the linear positional baseline ``y = B X``,
-``B (L x L)`` fitted by least squares on the training set.
+``B (L x L)`` fitted by least squares on the training set (for large ``d``,
+:math:`B \to \mathbb{E}[T(h^*)]`, model page §4).  Test errors are Monte Carlo averages over
+``n_test`` fresh sentences, with their standard error; all minima of a paired run and the
+baseline are scored on the *same* test sentences.
 
 Positional encodings (:func:`positional_encodings`)
 ---------------------------------------------------
@@ -54,17 +73,29 @@ Positional encodings (:func:`positional_encodings`)
 So the paper's case gives :math:`p_1 = (1, \dots, 1) = -p_2` exactly, and ``P`` depends on
 ``(Pi, d)`` only, never on the data seed.
 
-Storage and randomness
-----------------------
-As in :mod:`.data`: ``np.random.SeedSequence(seed).spawn(3)`` gives the streams (training data,
-fresh test sentences, random start).  The training stream draws ``Q*`` first, as
+Storage
+-------
+Only the raw tokens ``Z`` (``(n, L, d)``) and per-sentence ``L x L`` matrices are stored; ``X``
+and ``Y`` are never needed in full, because everything the risk needs is ``T`` (so ``Y = T Z``),
+:math:`\Gamma = Z Z^\top` and :math:`C = Z P^\top / \sqrt{d}`, all float64 computed from the
+stored ``Z``.  ``Z`` is float64, or float32 (``dtype="auto"``) when it would exceed
+:data:`~symattn.simulation.memory.AUTO_FLOAT32_BYTES` (the paper's ``d = 10^4, alpha = 2`` is
+3.2 GB at float64, 1.6 GB at float32).  The float32 data are the rounding of exactly the same
+float64 draws (same seed, same sentences to ~6e-8 relative), and *all* arithmetic (teacher, Gram
+quantities, risk, gradient) is done in float64 on the stored values: the stored array **is** the
+data set, so the analytic gradient stays exact for it.  Regenerating the data from the seed at
+every risk evaluation was rejected: drawing ``4 * 10^8`` normals costs seconds, and L-BFGS needs
+hundreds of evaluations.
+
+Randomness
+----------
+``np.random.SeedSequence(seed).spawn(3)`` gives three independent streams: training data,
+fresh test sentences, and the random warm start.  The training stream draws ``Q*`` first, as
 ``standard_normal((d, r_t))`` (for ``r_t = 1`` the numbers of ``standard_normal(d)``), then the
-sentences chunk by chunk as ``standard_normal((k, L, d)) * sigma``; so for the paper's parameters
-``Z`` and ``Q*`` are exactly those of :func:`~symattn.simulation.data.make_dataset`, whatever the
-chunk size.  Only ``Z`` (``(n, L, d)``, float64, or float32 above 1 GiB with ``dtype="auto"``:
-the rounding of the same draws) and per-sentence ``L x L`` matrices are stored:
-``T`` (so ``Y = T Z``), :math:`\Gamma = Z Z^\top` and :math:`C = Z P^\top / \sqrt{d}`, all float64
-computed from the stored ``Z``.
+sentences in order, chunk by chunk, as ``standard_normal((k, L, d)) * sigma``.  Changing
+``n_test``, the chunk size or the storage dtype does not change the training set, and every
+start of a paired run sees the same test sentences.  Seed averages use the data set of seed
+:func:`data_seed` ``(d, k)`` for instance ``k``.
 
 Gram form of one sentence (:func:`sentence_loss_grad`)
 ------------------------------------------------------
@@ -78,8 +109,8 @@ With :math:`D = T - S` the residual is :math:`E = D Z - S P / \sqrt{d}` and
     \frac{\partial \ell}{\partial S} = -\frac{E X^\top}{d}
          = -\frac{D \Gamma + D C - S C^\top - S \Pi}{d}.
 
-(At ``L = 2``, :math:`\Pi = s s^\top`, :math:`C = c s^\top` this is the formula of
-:mod:`.empirical_risk`.)  The row softmax is pulled back by
+So a sentence costs ``O(L^2 r)`` once ``h`` is known.  The same loss with ``S`` replaced by a
+constant ``B`` is the linear baseline.  The row softmax is pulled back by
 :math:`\bar a_{lk} = S_{lk} (\bar S_{lk} - \sum_j \bar S_{lj} S_{lj})`,
 :math:`g = \partial \ell / \partial h = (\bar a + \bar a^\top) h` (``L x r``), and
 
@@ -105,41 +136,53 @@ Warm starts (:func:`warm_start`)
   independent of the random start): a zero column is a critical point of ``R`` in that column
   (its pre-activations vanish, and ``S`` depends on them quadratically, so its gradient
   :math:`Z^\top g / \sqrt{d} + P^\top g / d` with :math:`g_{:, a} = (\bar a + \bar a^\top) h_{:, a} = 0`
-  vanishes), and L-BFGS would never move it.
+  vanishes), and L-BFGS would never move it.  For the paper's shape: :math:`Q = Q^*`, so
+  :math:`\theta = \sigma^2 |Q^*|^2/d \approx \rho` and :math:`m = O(d^{-1/2})`.
 * ``"positional"``: :math:`Q_{:, a} = s\, P^\top u_a / \sqrt{w_a}` for ``a < min(r, k)``, with
   :math:`(w_a, u_a)` the eigenpairs of :math:`\Pi`, largest first, ``s = positional_scale``.  Then
   :math:`Q^\top Q / d = s^2 I`, :math:`M_{:, a} = s \sqrt{w_a}\, u_a = O(1)` and
   :math:`q = \sigma^2 s^2 I`.  Within a degenerate eigenspace (the named families all have one)
   the basis is made canonical: Gram-Schmidt of the projections of ``e_1, e_2, ...`` onto it,
   which also fixes the signs (the first non-zero entry of :math:`u_a` is positive).  For the
-  paper's :math:`\Pi`, :math:`u = (1, -1)/\sqrt{2}`, ``w = 2`` and ``Q = s (1, ..., 1)``: the
-  positional start of :mod:`.train`; for ``orthogonal`` the columns are ``s p_1, s p_2, ...``.
-  Columns beyond ``k`` get the nudge (for :math:`\Pi = 0` the whole start is a nudge).
-* ``"random"``: ``Q`` iid ``N(0, 1)``, ``standard_normal((d, r))`` from the random-start stream
-  (for ``r = 1`` the start of :mod:`.train`).
+  paper's :math:`\Pi`, :math:`u = (1, -1)/\sqrt{2}`, ``w = 2`` and ``Q = s (1, ..., 1)``, i.e.
+  :math:`m = s`, :math:`\theta = O(d^{-1/2})`, :math:`q = \sigma^2 s^2` (model page §6); for
+  ``orthogonal`` the columns are ``s p_1, s p_2, ...``.  Columns beyond ``k`` get the nudge (for
+  :math:`\Pi = 0` the whole start is a nudge).  The paper's start
+  :math:`Q = (1, \dots, 1)/\sqrt{d}` (``positional_scale=d**-0.5``) has :math:`m = d^{-1/2} \to 0`
+  and :math:`q = \sigma^2/d \to 0`: it is the trivial point ``Q = 0`` (a critical point of ``R``,
+  since ``S(h)`` is quadratic in ``h`` there) plus a vanishing positional nudge, not a positional
+  state, although the paper's gradient descent started there and still reached the positional
+  minimum.
+* ``"random"``: ``Q`` iid ``N(0, 1)``, ``standard_normal((d, r))`` from the random-start stream.
 * an array of shape ``(d, r)`` (or ``(d,)`` when ``r = 1``).
 
 Gauge
 -----
-:math:`R(Q O) = R(Q)` for every orthogonal ``r x r`` matrix ``O`` (``h h^T`` is invariant), and
-then :math:`q \to O^\top q O`, :math:`M \to M O`, :math:`\theta \to \theta O`.  Minima are
-reported in one representative (:func:`fix_gauge`): for ``r > 1`` the **principal axes**,
-:math:`Q \to Q V` with ``V`` the eigenvectors of :math:`Q^\top Q`, largest eigenvalue first (so
-``q`` is diagonal with decreasing entries; the basis is arbitrary within a degenerate
-eigenspace); then, column by column, the sign making the largest raw overlap
-:math:`|Q^{*\top}_b Q_{:, a}|, |p_l \cdot Q_{:, a}|` positive (the first on ties; for the paper's
-case this is the convention of :mod:`.train`).  The gauge-invariant summaries are reported as well:
-``q_eigs`` (eigenvalues of ``q``, ascending), ``Tr_q``, ``MM`` :math:`= M M^\top`,
-``thth`` :math:`= \theta\theta^\top`, ``thM`` :math:`= \theta M^\top` (``r_t x L``, invariant
-under the rotations, and under the signs once they are fixed as above).
+:math:`R(Q O) = R(Q)` for every orthogonal ``r x r`` matrix ``O`` (``h h^T`` is invariant; for
+``r = 1``, :math:`R(-Q) = R(Q)`), and then :math:`q \to O^\top q O`, :math:`M \to M O`,
+:math:`\theta \to \theta O`.  Minima are reported in one representative (:func:`fix_gauge`): for
+``r > 1`` the **principal axes**, :math:`Q \to Q V` with ``V`` the eigenvectors of
+:math:`Q^\top Q`, largest eigenvalue first (so ``q`` is diagonal with decreasing entries; the
+basis is arbitrary within a degenerate eigenspace); then, column by column, the sign making the
+largest raw overlap :math:`|Q^{*\top}_b Q_{:, a}|, |p_l \cdot Q_{:, a}|` positive (the first on
+ties).  For the paper's shape this is: :math:`\theta \ge 0` if
+:math:`|Q \cdot Q^*| \ge |Q \cdot p_1|`, else :math:`m \ge 0`.  The gauge-invariant summaries are
+reported as well: ``q_eigs`` (eigenvalues of ``q``, ascending), ``Tr_q``, ``MM``
+:math:`= M M^\top`, ``thth`` :math:`= \theta\theta^\top`, ``thM`` :math:`= \theta M^\top`
+(``r_t x L``, invariant under the rotations, and under the signs once they are fixed as above).
 
 Convergence
 -----------
-As in :mod:`.train`: L-BFGS-B, ``converged`` is re-checked as
-:math:`\|\nabla R\|_\infty \le` ``gtol`` at the point the solver returns (``ftol = 0``), never taken
-from scipy's message.  ``grad_norm`` is that max-norm.  The gauge rotation keeps ``R`` and the
-Frobenius norm of the gradient, but the max-norm at the rotated point can differ from it by a
-factor of at most :math:`\sqrt{r}` (the gradient rotates with ``Q``).
+L-BFGS-B stops when :math:`\|\nabla R\|_\infty \le` ``gtol`` (default ``1e-8``); ``converged`` is
+re-checked on the gradient at the point the solver returns, whatever scipy's message
+(``ftol = 0``: no stop on a stalled objective).  Scale: a component
+:math:`\partial R / \partial Q_{ia} = \lambda Q_{ia} + \sum_\mu (g^\mu \cdot x^\mu_i)_a/\sqrt{d}`
+is :math:`O(1)` at a generic point (``O(alpha d)`` sentences, each contributing
+``O(1/sqrt(d))`` with random signs; :math:`Q_{ia} = O(1)`), so ``gtol`` is relative to the
+problem's natural scale, independently of ``d``.  ``grad_norm`` is this same max-norm.  The gauge
+rotation keeps ``R`` and the Frobenius norm of the gradient, but the max-norm at the rotated point
+can differ from it by a factor of at most :math:`\sqrt{r}` (the gradient rotates with ``Q``;
+only the sign changes for ``r = 1``).
 """
 
 from __future__ import annotations
@@ -156,28 +199,28 @@ from ..model import ModelParams
 from ..model.checks import ParameterError, check_choice, check_int
 from ..stats import mean_se
 from ._blas import limit_blas_threads
-from .data import AUTO_FLOAT32_BYTES, _streams, check_instance, float64_chunks, n_sentences
-from .instances import _json_safe, data_seed
-from .memory import MAX_TEST_WORK, _available_memory
+from .memory import AUTO_FLOAT32_BYTES, check_instance, check_memory, check_n_test, n_sentences
 
 __all__ = [
     "STARTS", "PAIRED_STARTS", "NUDGE_SCALE", "POSITION_SEED", "RESULT_KEYS",
     # positional encodings
     "position_factor", "positional_directions", "positional_encodings", "positional_start_basis",
     # data
-    "GeneralBlock", "GeneralDataset", "make_general_dataset", "dataset_from_arrays",
-    "fresh_general_sentences", "attention", "teacher_attention", "sentence_statistics",
+    "data_seed", "default_chunk_size", "SentenceBlock", "Dataset", "make_dataset",
+    "dataset_from_arrays", "fresh_sentences", "attention", "teacher_attention",
+    "sentence_statistics",
     # risk
-    "sentence_loss", "sentence_loss_grad", "softmax_vjp", "pre_activations", "risk_and_grad", "risk",
+    "sentence_loss", "sentence_loss_grad", "softmax_vjp", "pre_activations",
+    "block_loss_and_grad_h", "risk_and_grad", "risk",
     # order parameters, gauge, training
-    "order_parameters", "fix_gauge", "warm_start", "GeneralMinimum", "minimise", "linear_baseline",
-    "generalisation_errors", "GeneralResult", "train_starts", "run_general", "run_general_paired",
-    "simulate_general",
+    "order_parameters", "fix_gauge", "warm_start", "Minimum", "minimise", "linear_baseline",
+    "generalisation_errors", "SimulationResult", "train_starts", "run", "run_paired",
+    "simulate",
 ]
 
 #: The warm starts by name (module doc); an explicit array is also accepted.
 STARTS = ("semantic", "positional", "random")
-#: The two starts trained on the same data by :func:`simulate_general` (model page §6).
+#: The two starts trained on the same data by :func:`simulate` (model page §6).
 PAIRED_STARTS = ("semantic", "positional")
 #: Standard deviation of the nudge given to student columns that a warm start leaves at zero.
 NUDGE_SCALE = 1e-3
@@ -189,14 +232,14 @@ RANK_TOL = 1e-12
 #: Eigenvalues of ``Pi`` closer than this times the largest are one eigenspace (positional start).
 DEGENERACY_TOL = 1e-9
 
-#: Target size, in bytes of float64, of one chunk of sentences (as :mod:`.data`).
+#: Target size, in bytes of float64, of one chunk of sentences (fits in L2/L3 cache).
 _CHUNK_BYTES = 1 << 23
 
-#: Keys of :meth:`GeneralResult.as_dict`, in order.
+#: Keys of :meth:`SimulationResult.as_dict`, in order.
 RESULT_KEYS = ("q", "M", "theta", "q_eigs", "Tr_q", "MM", "thth", "thM", "teacher_norm",
                "eps_t", "eps_g", "eps_g_err", "eps_lin", "eps_lin_err", "converged", "iterations",
                "grad_norm", "wall_time", "d", "alpha", "L", "r", "r_t", "start", "seed")
-#: The numeric keys averaged by :func:`simulate_general` (matrices entry by entry).
+#: The numeric keys averaged by :func:`simulate` (matrices entry by entry).
 _AVERAGED = ("q", "M", "theta", "q_eigs", "Tr_q", "MM", "thth", "thM", "teacher_norm", "eps_t",
              "eps_g", "eps_lin", "iterations", "grad_norm", "wall_time")
 
@@ -204,6 +247,48 @@ _AVERAGED = ("q", "M", "theta", "q_eigs", "Tr_q", "MM", "thth", "thM", "teacher_
 def default_chunk_size(L: int, d: int) -> int:
     """Sentences per chunk so that one float64 chunk ``(k, L, d)`` is about 8 MiB."""
     return max(1, _CHUNK_BYTES // (8 * L * d))
+
+
+def data_seed(d: int, seed: int) -> int:
+    """Seed of the data set of replica ``seed`` at dimension ``d``: ``10^6 d + seed``.
+
+    Independent data for each ``d`` (the teacher is the first ``d`` draws of the seed's stream,
+    so one seed for all ``d`` would correlate the teachers, hence the gaps, across ``d``), and
+    the same data for every ``alpha`` at fixed ``d`` (paired curves in ``alpha``).
+    """
+    return 1_000_000 * int(d) + int(seed)
+
+
+def _streams(seed: int):
+    """The three independent seed sequences: (training data, test sentences, random start)."""
+    return np.random.SeedSequence(seed).spawn(3)
+
+
+def float64_chunks(Z: np.ndarray, k: int):
+    """``(slice, Z[slice] as float64)`` for consecutive chunks of ``k`` sentences: views of
+    float64 data; float32 data converted into ONE reused buffer (no allocation, hence no page
+    faults, per chunk), valid only until the next chunk is requested."""
+    n = Z.shape[0]
+    buf = None if Z.dtype == np.float64 else np.empty((min(k, n), *Z.shape[1:]))
+    for i in range(0, n, k):
+        sl = slice(i, min(i + k, n))
+        if buf is None:
+            yield sl, Z[sl]
+        else:
+            out = buf[: sl.stop - sl.start]
+            np.copyto(out, Z[sl])
+            yield sl, out
+
+
+def _json_safe(x):
+    """NaN (e.g. a standard error from one seed) as JSON null."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x
 
 
 # ============================================================================ positional encodings
@@ -344,7 +429,7 @@ def sentence_statistics(Z: np.ndarray, Q_star: np.ndarray, P: np.ndarray, params
 
 
 @dataclass(frozen=True)
-class GeneralBlock:
+class SentenceBlock:
     """A chunk of sentences, float64: ``Z (k, L, d)``; ``T``, ``gram``, ``C`` ``(k, L, L)``."""
 
     Z: np.ndarray
@@ -358,8 +443,8 @@ class GeneralBlock:
 
 
 @dataclass(frozen=True, eq=False)
-class GeneralDataset:
-    r"""One training set of the general model: teacher ``Q*``, encodings ``P``, ``n`` sentences.
+class Dataset:
+    r"""One training set: teacher ``Q*``, encodings ``P``, ``n = round(alpha d)`` sentences.
 
     Attributes
     ----------
@@ -418,11 +503,15 @@ class GeneralDataset:
         """Targets ``Y = T Z``, ``(n, L, d)`` float64 (materialised)."""
         return self.T @ np.asarray(self.Z, dtype=np.float64)
 
-    def blocks(self, chunk_size: int | None = None) -> Iterator[GeneralBlock]:
-        """The training set in chunks, float64 (float32 data through ONE reused buffer, valid until
-        the next block, as :meth:`.data.Dataset.blocks`)."""
+    def blocks(self, chunk_size: int | None = None) -> Iterator[SentenceBlock]:
+        """The training set in chunks of ``chunk_size`` sentences, as float64.
+
+        float64 data are yielded as views; float32 data are converted into ONE reused buffer
+        (no allocation, hence no page faults, per chunk), so a block's ``Z`` is valid only until
+        the next block is requested.
+        """
         for sl, Z in float64_chunks(self.Z, chunk_size or default_chunk_size(self.L, self.d)):
-            yield GeneralBlock(Z, self.T[sl], self.gram[sl], self.C[sl])
+            yield SentenceBlock(Z, self.T[sl], self.gram[sl], self.C[sl])
 
     def init_rng(self) -> np.random.Generator:
         """Generator of the random warm start."""
@@ -442,31 +531,33 @@ def _resolve_dtype(dtype, n: int, L: int, d: int):
     return dt.type
 
 
-def _check_memory(L: int, d: int, alpha: float, copies: int = 1) -> None:
-    """:class:`ParameterError` if ``copies`` data sets would not fit (50 % headroom), as
-    :func:`.memory.check_memory` but for ``L`` tokens."""
-    b = 8 * L * n_sentences(d, alpha) * d
-    need = 1.5 * copies * (b if b <= AUTO_FLOAT32_BYTES else b // 2)
-    avail = _available_memory()
-    if avail is not None and need > avail:
-        raise ParameterError("d", f"d = {d} at alpha = {alpha:g} with L = {L} needs about "
-                                  f"{need / 2**30:.1f} GiB, only {avail / 2**30:.1f} GiB available")
+def make_dataset(params, d: int, alpha: float, seed: int = 0, *, dtype="auto",
+                 chunk_size: int | None = None, blas_threads: int | None = 1) -> Dataset:
+    r"""Draw a teacher and ``n = round(alpha d)`` training sentences (model page §2, §7).
 
-
-def make_general_dataset(params, d: int, alpha: float, seed: int = 0, *, dtype="auto",
-                         chunk_size: int | None = None,
-                         blas_threads: int | None = 1) -> GeneralDataset:
-    """Draw a teacher and ``n = round(alpha d)`` sentences of the general model (module doc).
-
-    Same streams and draw order as :func:`~symattn.simulation.data.make_dataset`: for the paper's
-    parameters, the same ``Z`` and ``Q*`` (as a ``(d, 1)`` column).  ``chunk_size`` does not
-    change the data; memory beyond the stored data is ``O(chunk_size * L * d)``.
-    ``blas_threads``: OpenBLAS threads while computing the statistics (module doc).
+    Parameters
+    ----------
+    params : ModelParams
+        ``ModelParams()`` is the paper's model (module doc).
+    d : int
+        Token dimension (>= 2, and at least the rank of :math:`\Pi`).
+    alpha : float
+        Sample complexity ``n / d``.
+    seed : int
+        Seed of :class:`numpy.random.SeedSequence`; same seed, same data (module doc,
+        Randomness).
+    dtype : "auto", float64 or float32
+        Storage of ``Z`` (module doc, Storage).  The Gram quantities are always float64.
+    chunk_size : int, optional
+        Sentences drawn per chunk (does not change the data); memory beyond the stored data is
+        ``O(chunk_size * L * d)``.
+    blas_threads : int or None
+        OpenBLAS threads while computing the statistics (module doc).
     """
     params = ModelParams.coerce(params)
     d, alpha = check_instance(d, alpha, seed)
     L = params.L
-    _check_memory(L, d, alpha)
+    check_memory(d, alpha, L=L)
     P = positional_encodings(params.Pi_array, d)
     n = n_sentences(d, alpha)
     store = _resolve_dtype(dtype, n, L, d)
@@ -480,11 +571,11 @@ def make_general_dataset(params, d: int, alpha: float, seed: int = 0, *, dtype="
             sl = slice(i, min(i + k, n))
             Z[sl] = rng.standard_normal((sl.stop - sl.start, L, d)) * params.sigma
             T[sl], gram[sl], C[sl] = sentence_statistics(Z[sl], Q_star, P, params)
-    return GeneralDataset(params=params, d=d, alpha=alpha, seed=seed, Z=Z, Q_star=Q_star, P=P,
-                          T=T, gram=gram, C=C)
+    return Dataset(params=params, d=d, alpha=alpha, seed=seed, Z=Z, Q_star=Q_star, P=P,
+                   T=T, gram=gram, C=C)
 
 
-def dataset_from_arrays(params, Z, Q_star, P=None, *, seed: int = 0) -> GeneralDataset:
+def dataset_from_arrays(params, Z, Q_star, P=None, *, seed: int = 0) -> Dataset:
     """A data set from given tokens ``Z (n, L, d)``, teacher ``Q* (d, r_t)`` and encodings
     ``P (L, d)`` (default :func:`positional_encodings` of ``params.Pi``).  ``seed`` still names
     the test and random-start streams.  ``P`` is used as given: its Gram matrix is not checked
@@ -500,21 +591,21 @@ def dataset_from_arrays(params, Z, Q_star, P=None, *, seed: int = 0) -> GeneralD
                                        f"parameters say L = {params.L}, r_t = {params.r_t}")
     P = positional_encodings(params.Pi_array, d) if P is None else np.asarray(P, dtype=np.float64)
     T, gram, C = sentence_statistics(Z, Q_star, P, params)
-    return GeneralDataset(params=params, d=d, alpha=n / d, seed=seed, Z=Z, Q_star=Q_star, P=P,
-                          T=T, gram=gram, C=C)
+    return Dataset(params=params, d=d, alpha=n / d, seed=seed, Z=Z, Q_star=Q_star, P=P,
+                   T=T, gram=gram, C=C)
 
 
-def fresh_general_sentences(data: GeneralDataset, n_test: int,
-                            chunk_size: int | None = None) -> Iterator[GeneralBlock]:
-    """``n_test`` fresh sentences, same teacher and encodings, from the test stream of
-    ``data.seed``: the same sentences on every call and for every chunk size (for the paper's
-    parameters, those of :func:`~symattn.simulation.data.fresh_sentences`)."""
+def fresh_sentences(data: Dataset, n_test: int,
+                    chunk_size: int | None = None) -> Iterator[SentenceBlock]:
+    """Stream ``n_test`` fresh sentences with the same teacher and encodings, chunk by chunk
+    (float64), from the test stream of ``data.seed``: the same sentences on every call and for
+    every chunk size; memory ``O(chunk_size * L * d)``."""
     rng = np.random.default_rng(_streams(data.seed)[1])
     k = chunk_size or default_chunk_size(data.L, data.d)
     for i in range(0, n_test, k):
         kk = min(k, n_test - i)
         Z = rng.standard_normal((kk, data.L, data.d)) * data.params.sigma
-        yield GeneralBlock(Z, *sentence_statistics(Z, data.Q_star, data.P, data.params))
+        yield SentenceBlock(Z, *sentence_statistics(Z, data.Q_star, data.P, data.params))
 
 
 # ============================================================================ risk
@@ -566,16 +657,25 @@ def pre_activations(Z: np.ndarray, Q: np.ndarray, M: np.ndarray) -> np.ndarray:
     return (_flat(Z) @ Q).reshape(k, L, -1) / math.sqrt(d) + M
 
 
-def _as_Q(Q, data: GeneralDataset) -> np.ndarray:
+def block_loss_and_grad_h(block: SentenceBlock, h: np.ndarray, Pi: np.ndarray, d: int):
+    """Per-sentence losses ``(k,)`` and ``dl/dh`` ``(k, L, r)`` of a block at pre-activations
+    ``h (k, L, r)`` (:func:`sentence_loss_grad`, then :func:`softmax_vjp`)."""
+    S = attention(h)
+    loss, grad_S = sentence_loss_grad(S, block.T, block.gram, block.C, Pi, d)
+    return loss, softmax_vjp(h, S, grad_S)
+
+
+def _as_Q(Q, data: Dataset) -> np.ndarray:
     Q = np.asarray(Q, dtype=np.float64)
     return Q.reshape(data.d, -1) if Q.ndim == 1 else Q
 
 
-def risk_and_grad(Q: np.ndarray, data: GeneralDataset, chunk_size: int | None = None):
+def risk_and_grad(Q: np.ndarray, data: Dataset, chunk_size: int | None = None):
     r"""Empirical risk :math:`R(Q)` and its exact gradient :math:`\nabla_Q R` (module doc).
 
     ``Q``: ``(d, r)`` (a ``(d,)`` vector is read as ``r = 1``)  ->  ``(R, grad)``, ``grad``
-    ``(d, r)``.  One pass over the data; memory ``O(chunk_size * L * d)``.
+    ``(d, r)`` (also for a ``(d,)`` input).  One pass over the data (each chunk is read for ``h``
+    and again, from cache, for ``Z^T g``); memory ``O(chunk_size * L * d)``.
     """
     Q = _as_Q(Q, data)
     d = data.d
@@ -588,9 +688,7 @@ def risk_and_grad(Q: np.ndarray, data: GeneralDataset, chunk_size: int | None = 
     g_sum = np.zeros((data.L, Q.shape[1]))
     for block in data.blocks(chunk_size):
         h = pre_activations(block.Z, Q, M)
-        S = attention(h)
-        loss, grad_S = sentence_loss_grad(S, block.T, block.gram, block.C, Pi, d)
-        g = softmax_vjp(h, S, grad_S)
+        loss, g = block_loss_and_grad_h(block, h, Pi, d)
         total += float(loss.sum())
         grad += _flat(block.Z).T @ g.reshape(-1, g.shape[-1]) / sqd
         g_sum += g.sum(axis=0)
@@ -598,7 +696,7 @@ def risk_and_grad(Q: np.ndarray, data: GeneralDataset, chunk_size: int | None = 
     return float(total), grad
 
 
-def risk(Q: np.ndarray, data: GeneralDataset, chunk_size: int | None = None) -> float:
+def risk(Q: np.ndarray, data: Dataset, chunk_size: int | None = None) -> float:
     """Empirical risk :math:`R(Q)` (penalty included), without the gradient."""
     Q = _as_Q(Q, data)
     d = data.d
@@ -612,7 +710,7 @@ def risk(Q: np.ndarray, data: GeneralDataset, chunk_size: int | None = None) -> 
 
 
 # ============================================================================ order parameters
-def order_parameters(Q: np.ndarray, data: GeneralDataset) -> dict:
+def order_parameters(Q: np.ndarray, data: Dataset) -> dict:
     r"""Order parameters in the theory's units (model page §7) and their gauge invariants.
 
     :math:`q = \sigma^2 Q^\top Q/d`, :math:`M = P Q/d`, :math:`\theta = \sigma^2 Q^{*\top} Q/d`;
@@ -629,7 +727,7 @@ def order_parameters(Q: np.ndarray, data: GeneralDataset) -> dict:
             "Tr_q": float(np.trace(q)), "MM": M @ M.T, "thth": theta @ theta.T, "thM": theta @ M.T}
 
 
-def fix_gauge(Q: np.ndarray, data: GeneralDataset) -> np.ndarray:
+def fix_gauge(Q: np.ndarray, data: Dataset) -> np.ndarray:
     """The representative of ``{Q O : O orthogonal}`` reported (module doc, Gauge): principal
     axes of ``Q^T Q`` (largest first) for ``r > 1``, then per column the sign making the largest
     raw overlap with a teacher column or an encoding positive (first on ties)."""
@@ -643,7 +741,7 @@ def fix_gauge(Q: np.ndarray, data: GeneralDataset) -> np.ndarray:
 
 
 # ============================================================================ training
-def warm_start(data: GeneralDataset, start, positional_scale: float = 1.0) -> np.ndarray:
+def warm_start(data: Dataset, start, positional_scale: float = 1.0) -> np.ndarray:
     """Initial ``Q (d, r)`` for ``start`` in :data:`STARTS` or an explicit array (copied); see the
     module doc for each start and for the nudge of zero columns."""
     d, r = data.d, data.r
@@ -674,7 +772,7 @@ def warm_start(data: GeneralDataset, start, positional_scale: float = 1.0) -> np
 
 
 @dataclass(frozen=True)
-class GeneralMinimum:
+class Minimum:
     """One L-BFGS-B solve: the point (gauge fixed), its risk and the solver's status.
 
     ``grad_norm``: :math:`\\|\\nabla R\\|_\\infty` at the point the solver returned (module doc).
@@ -690,13 +788,14 @@ class GeneralMinimum:
     wall_time: float
 
 
-def minimise(data: GeneralDataset, Q0: np.ndarray, *, gtol: float = 1e-8, maxiter: int = 10000,
+def minimise(data: Dataset, Q0: np.ndarray, *, gtol: float = 1e-8, maxiter: int = 10000,
              maxcor: int = 20, chunk_size: int | None = None,
-             blas_threads: int | None = 1) -> GeneralMinimum:
-    r"""Minimise :math:`R(Q)` with L-BFGS-B (no bounds) from ``Q0 (d, r)``, as
-    :func:`.train.minimise`: stop at :math:`\|\nabla R\|_\infty \le` ``gtol``, ``ftol = 0``,
-    ``converged`` re-checked on the returned gradient; the point is returned in the gauge of
-    :func:`fix_gauge`.  ``blas_threads`` caps OpenBLAS during the solve (:mod:`._blas`)."""
+             blas_threads: int | None = 1) -> Minimum:
+    r"""Minimise :math:`R(Q)` with L-BFGS-B (no bounds) from ``Q0 (d, r)`` (or ``(d,)`` for
+    ``r = 1``): stop at :math:`\|\nabla R\|_\infty \le` ``gtol``, ``ftol = 0``, ``converged``
+    re-checked on the returned gradient (module doc, Convergence); the point is returned as
+    ``(d, r)`` in the gauge of :func:`fix_gauge`.  ``blas_threads`` caps OpenBLAS during the
+    solve (``None``: leave it; :mod:`._blas`)."""
     Q0 = _as_Q(Q0, data)
     shape = Q0.shape
     n_eval = 0
@@ -715,24 +814,24 @@ def minimise(data: GeneralDataset, Q0: np.ndarray, *, gtol: float = 1e-8, maxite
     wall = time.perf_counter() - t0
     gnorm = float(np.max(np.abs(res.jac)))
     msg = res.message if isinstance(res.message, str) else res.message.decode()
-    return GeneralMinimum(Q=fix_gauge(res.x.reshape(shape), data), R=float(res.fun),
-                          grad_norm=gnorm, converged=bool(gnorm <= gtol), iterations=int(res.nit),
-                          n_evaluations=n_eval, message=msg, wall_time=wall)
+    return Minimum(Q=fix_gauge(res.x.reshape(shape), data), R=float(res.fun), grad_norm=gnorm,
+                   converged=bool(gnorm <= gtol), iterations=int(res.nit), n_evaluations=n_eval,
+                   message=msg, wall_time=wall)
 
 
-def linear_baseline(data: GeneralDataset) -> np.ndarray:
+def linear_baseline(data: Dataset) -> np.ndarray:
     r"""Least-squares positional baseline :math:`B = \arg\min_B \sum_\mu \|Y^\mu - B X^\mu\|_F^2`.
 
     Normal equations :math:`B \sum_\mu X X^\top = \sum_\mu Y X^\top`, per sentence
     :math:`X X^\top = \Gamma + C + C^\top + \Pi` and :math:`Y X^\top = T(\Gamma + C)`.
-    Returns ``(L, L)``.
+    For large ``d``, :math:`B \to \mathbb{E}[T(h^*)]` (model page §4).  Returns ``(L, L)``.
     """
     XX = (data.gram + data.C + data.C.transpose(0, 2, 1)).sum(axis=0) + data.n * data.Pi
     YX = np.einsum("kij,kjl->il", data.T, data.gram + data.C)
     return np.linalg.solve(XX.T, YX.T).T
 
 
-def generalisation_errors(data: GeneralDataset, Qs: Sequence[np.ndarray], B: np.ndarray | None = None,
+def generalisation_errors(data: Dataset, Qs: Sequence[np.ndarray], B: np.ndarray | None = None,
                           n_test: int = 2000, chunk_size: int | None = None):
     r"""Monte Carlo test errors on ``n_test`` fresh sentences (the same for every argument):
     :math:`\varepsilon_g(Q) = \mathbb{E}\|Y - S(h) X\|_F^2/(2d)` per ``Q`` in ``Qs`` and, if ``B``
@@ -750,7 +849,7 @@ def generalisation_errors(data: GeneralDataset, Qs: Sequence[np.ndarray], B: np.
     Pi = data.Pi
     losses = [[] for _ in Qs]
     lin = []
-    for block in fresh_general_sentences(data, n_test, chunk_size):
+    for block in fresh_sentences(data, n_test, chunk_size):
         H = pre_activations(block.Z, Qall, Mall)
         for j in range(len(Qs)):
             S = attention(H[:, :, cuts[j]:cuts[j + 1]])
@@ -763,14 +862,16 @@ def generalisation_errors(data: GeneralDataset, Qs: Sequence[np.ndarray], B: np.
 
 
 @dataclass(frozen=True)
-class GeneralResult:
-    """One finite-size minimum of the general model, theory units (module doc).
+class SimulationResult:
+    """One finite-size minimum, in the theory's units (module doc); :meth:`as_dict` for JSON.
 
     Matrices ``q (r, r)``, ``M (L, r)``, ``theta (r_t, r)`` in the reported gauge; invariants
     ``q_eigs``, ``Tr_q``, ``MM``, ``thth``, ``thM``; ``teacher_norm`` :math:`= Q^{*\\top} Q^*/d`
     (``r_t x r_t``, the instance's :math:`\\rho/\\sigma^2`).  ``eps_g_err``, ``eps_lin_err``:
     Monte Carlo standard errors over ``n_test`` sentences.  ``wall_time``: the L-BFGS-B solve.
     ``Q``, ``message``, ``n_evaluations``, ``n_test`` are attributes, not in :meth:`as_dict`.
+    At the paper's shape ``m = M[0, 0]``, ``theta = theta[0, 0]``, ``q = q[0, 0]``
+    (:func:`symattn.simulation.instances.paper_order_parameters`).
     """
 
     q: np.ndarray
@@ -812,13 +913,15 @@ class GeneralResult:
         return out
 
 
-def train_starts(data: GeneralDataset, starts: Iterable = PAIRED_STARTS, *, n_test: int = 2000,
+def train_starts(data: Dataset, starts: Iterable = PAIRED_STARTS, *, n_test: int = 2000,
                  gtol: float = 1e-8, maxiter: int = 10000, positional_scale: float = 1.0,
                  chunk_size: int | None = None, blas_threads: int | None = 1) -> dict:
     """Train from each start on ONE data set; score all minima and the baseline on the same
-    test sentences.  Returns ``{start: GeneralResult}`` (array starts: ``"custom"``,
-    ``"custom1"``, ...).  ``blas_threads`` caps OpenBLAS in the solves and the scoring."""
-    n_test = _check_n_test(n_test, data.d)
+    test sentences.  Returns ``{start: SimulationResult}`` (array starts: ``"custom"``,
+    ``"custom1"``, ...).  Differences between starts (e.g. of ``eps_t``) are paired: same
+    teacher, same training set, same test sentences.  ``blas_threads`` caps OpenBLAS in the
+    solves and the scoring."""
+    n_test = check_n_test(n_test, data.d)
     minima = {}
     for start in starts:
         name = start if isinstance(start, str) else "custom"
@@ -835,7 +938,7 @@ def train_starts(data: GeneralDataset, starts: Iterable = PAIRED_STARTS, *, n_te
     out = {}
     for (name, mn), (eg, eg_err) in zip(minima.items(), eps_g):
         op = order_parameters(mn.Q, data)
-        out[name] = GeneralResult(
+        out[name] = SimulationResult(
             **op, teacher_norm=teacher_norm, eps_t=mn.R / data.d, eps_g=eg, eps_g_err=eg_err,
             eps_lin=eps_lin, eps_lin_err=eps_lin_err, converged=mn.converged,
             iterations=mn.iterations, grad_norm=mn.grad_norm, wall_time=mn.wall_time, d=data.d,
@@ -844,47 +947,38 @@ def train_starts(data: GeneralDataset, starts: Iterable = PAIRED_STARTS, *, n_te
     return out
 
 
-def _check_n_test(n_test, d: int) -> int:
-    n_test = check_int("n_test", n_test, 1)
-    if n_test * d > MAX_TEST_WORK:
-        raise ParameterError("n_test", f"{n_test} test sentences at d = {d} is more than "
-                                       f"{MAX_TEST_WORK:.0e} / d = {MAX_TEST_WORK // d}")
-    return n_test
-
-
 def _check_start(start):
     if isinstance(start, str):
         check_choice("start", start, STARTS)
     return start
 
 
-def run_general(params, d: int, alpha: float, start="semantic", seed: int = 0, *,
-                n_test: int = 2000, gtol: float = 1e-8, maxiter: int = 10000,
-                positional_scale: float = 1.0, dtype="auto", chunk_size: int | None = None,
-                blas_threads: int | None = 1) -> GeneralResult:
-    """One instance: the data of ``seed`` (used as given), trained from ``start``, scored."""
+def run(params, d: int, alpha: float, start="semantic", seed: int = 0, *, n_test: int = 2000,
+        gtol: float = 1e-8, maxiter: int = 10000, positional_scale: float = 1.0, dtype="auto",
+        chunk_size: int | None = None, blas_threads: int | None = 1) -> SimulationResult:
+    """One instance: draw the data of ``seed`` (used as given), train from ``start``, score.
+    See :func:`train_starts`."""
     _check_start(start)
     d, alpha = check_instance(d, alpha, seed)
-    _check_n_test(n_test, d)
-    data = make_general_dataset(params, d, alpha, seed, dtype=dtype, chunk_size=chunk_size,
-                                blas_threads=blas_threads)
+    check_n_test(n_test, d)
+    data = make_dataset(params, d, alpha, seed, dtype=dtype, chunk_size=chunk_size,
+                        blas_threads=blas_threads)
     res = train_starts(data, [start], n_test=n_test, gtol=gtol, maxiter=maxiter,
                        positional_scale=positional_scale, chunk_size=chunk_size,
                        blas_threads=blas_threads)
     return next(iter(res.values()))
 
 
-def run_general_paired(params, d: int, alpha: float, seed: int = 0, starts: Iterable = PAIRED_STARTS,
-                       *, dtype="auto", **kwargs) -> dict:
-    """Several starts on ONE data set (same teacher, training and test sentences):
-    ``{start: GeneralResult}``; the lower ``eps_t`` is the better minimum found.  ``kwargs`` as
-    :func:`train_starts`."""
+def run_paired(params, d: int, alpha: float, seed: int = 0, starts: Iterable = PAIRED_STARTS,
+               *, dtype="auto", **kwargs) -> dict:
+    """Several starts (default both warm starts) on ONE data set (same teacher, training and test
+    sentences): ``{start: SimulationResult}``; the lower ``eps_t`` is the better minimum found
+    (model page §6).  ``kwargs`` as :func:`train_starts`."""
     starts = [_check_start(s) for s in starts]
     d, alpha = check_instance(d, alpha, seed)
-    _check_n_test(kwargs.get("n_test", 2000), d)
-    data = make_general_dataset(params, d, alpha, seed, dtype=dtype,
-                                chunk_size=kwargs.get("chunk_size"),
-                                blas_threads=kwargs.get("blas_threads", 1))
+    check_n_test(kwargs.get("n_test", 2000), d)
+    data = make_dataset(params, d, alpha, seed, dtype=dtype, chunk_size=kwargs.get("chunk_size"),
+                        blas_threads=kwargs.get("blas_threads", 1))
     return train_starts(data, starts, **kwargs)
 
 
@@ -922,11 +1016,13 @@ def _failures(instances: list) -> list:
     return out
 
 
-def simulate_general(params, d: int, alpha: float, start="semantic", seeds=1, n_test: int = 2000,
-                     progress=None, *, paired: bool = True, **kwargs) -> dict:
-    """Independent instances of the general model: mean and standard error of every quantity.
+def simulate(params, d: int, alpha: float, start="semantic", seeds=1, n_test: int = 2000,
+             progress=None, *, paired: bool = True, **kwargs) -> dict:
+    """Independent instances (new teacher and data each): mean and standard error of every
+    quantity, as matrices (``symattn simulate`` for a shape other than the paper's; the paper's
+    table is :func:`.instances.simulate_seeds`).
 
-    Instance ``k`` is the data set of seed :func:`.instances.data_seed` ``(d, k)`` (as
+    Instance ``k`` is the data set of seed :func:`data_seed` ``(d, k)`` (as
     :func:`.instances.simulate_seeds`); ``seeds`` is a count ``K`` (instances ``0..K-1``) or a
     list of instance indices.  For ``start`` semantic or positional with ``paired`` (default), the
     other start is trained on the same data, and the paired difference
@@ -940,30 +1036,30 @@ def simulate_general(params, d: int, alpha: float, start="semantic", seeds=1, n_
     Monte Carlo noise); ``converged``, ``n_converged``; ``failures`` (list of strings, empty if
     every instance is a converged, finite minimum); ``delta_eps_t``, ``delta_eps_t_err``,
     ``semantic_lower`` and ``paired`` when paired; ``instances`` (one
-    :meth:`GeneralResult.as_dict` per instance and start, with ``data_seed``), ``params``,
+    :meth:`SimulationResult.as_dict` per instance and start, with ``data_seed``), ``params``,
     ``wall_time``.
     """
     params = ModelParams.coerce(params)
     _check_start(start)
     if not isinstance(start, str):
-        raise ParameterError("start", "simulate_general needs a named start (one of "
-                                      f"{', '.join(STARTS)}); use run_general for an array")
+        raise ParameterError("start", "simulate needs a named start (one of "
+                                      f"{', '.join(STARTS)}); use run for an array")
     d, alpha = check_instance(d, alpha)
-    n_test = _check_n_test(n_test, d)
+    n_test = check_n_test(n_test, d)
     if isinstance(seeds, (list, tuple, range, np.ndarray)):
         seed_list = [check_int("seeds", s, 0) for s in seeds]
         if not seed_list:
             raise ParameterError("seeds", "need at least one seed")
     else:
         seed_list = list(range(check_int("seeds", seeds, 1)))
-    _check_memory(params.L, d, alpha)
+    check_memory(d, alpha, L=params.L)
     starts = (list(PAIRED_STARTS) if paired and start in PAIRED_STARTS else [start])
     dtype = kwargs.pop("dtype", "auto")
     rows, t0 = [], time.perf_counter()
     for i, s in enumerate(seed_list):
-        data = make_general_dataset(params, d, alpha, data_seed(d, s), dtype=dtype,
-                                    chunk_size=kwargs.get("chunk_size"),
-                                    blas_threads=kwargs.get("blas_threads", 1))
+        data = make_dataset(params, d, alpha, data_seed(d, s), dtype=dtype,
+                            chunk_size=kwargs.get("chunk_size"),
+                            blas_threads=kwargs.get("blas_threads", 1))
         res = train_starts(data, starts, n_test=n_test, **kwargs)
         rows.append({name: {**r.as_dict(), "seed": s, "data_seed": data.seed}
                      for name, r in res.items()})

@@ -1,12 +1,19 @@
-r"""Independent instances of finite-size training: paired warm starts on one data set, and the
-mean and standard error over seeds (model page §6).
+r"""Independent instances of finite-size training at the paper's shape, tabulated in the
+paper's scalar units: paired warm starts on one data set, and the mean and standard error over
+seeds (model page §6).
 
-One *instance* is the data set :func:`data_seed` ``(d, seed)``: a teacher and ``n = alpha d``
-training sentences.  :func:`simulation_task` minimises :math:`R(Q)` from both warm starts on it
-(:data:`PAIRED_STARTS`) and scores both minima and the linear baseline on the same test
-sentences, so comparisons between the starts are paired.  :func:`simulate_seeds` runs ``K``
-instances and reports means and standard errors (the ``simulate`` command); the validation runs
-(:mod:`symattn.experiments.validation`) call :func:`simulation_task` task by task.
+The simulator is :mod:`symattn.simulation.general`, given ``ModelParams()`` (``L = 2``,
+``r = r_t = 1``, :math:`\Pi = [[1, -1], [-1, 1]]`); this module only turns its matrices into the
+paper's scalars (:func:`paper_order_parameters`: ``m = M[0, 0]``, ``theta = theta[0, 0]``,
+``q = q[0, 0]``, ``teacher_norm`` :math:`= |Q^*|^2/d`) and tabulates them.
+
+One *instance* is the data set :func:`~symattn.simulation.general.data_seed` ``(d, seed)``: a
+teacher and ``n = alpha d`` training sentences.  :func:`simulation_task` minimises :math:`R(Q)`
+from both warm starts on it (:data:`PAIRED_STARTS`) and scores both minima and the linear
+baseline on the same test sentences, so comparisons between the starts are paired.  :func:`simulate_seeds` runs ``K``
+instances and reports means and standard errors (the ``simulate`` command at the paper's
+shape); the validation runs (:mod:`symattn.experiments.validation`) call
+:func:`simulation_task` task by task.
 """
 
 from __future__ import annotations
@@ -14,20 +21,15 @@ from __future__ import annotations
 import math
 import time
 
-import numpy as np
-
 from ..model.params import ModelParams
 from ..stats import mean_se
-from .data import make_dataset
-from .train import train_starts
+from .general import PAIRED_STARTS, _json_safe, data_seed, make_dataset, train_starts
 
 __all__ = ["QUANTITIES", "PAIRED_STARTS", "SIM_COLUMNS", "SIM_TYPES", "data_seed", "alpha_key",
-           "simulation_task", "simulate_seeds", "SimulationSummary"]
+           "paper_order_parameters", "simulation_task", "simulate_seeds", "SimulationSummary"]
 
 #: Quantities compared with the theory, in the order of the tables and figure panels.
 QUANTITIES = ("m", "theta", "q", "eps_t", "eps_g")
-#: The two warm starts of a paired task (model page §6).
-PAIRED_STARTS = ("semantic", "positional")
 
 #: Columns of a validation's ``simulations.csv`` (one row per ``(d, alpha, seed, start)``).
 #: ``teacher_norm`` is :math:`|Q^*|^2/d`; ``wall_time`` is the L-BFGS solve of this start;
@@ -38,16 +40,9 @@ SIM_COLUMNS = ("d", "alpha", "seed", "data_seed", "start", "m", "theta", "q", "e
 #: Column types of :data:`SIM_COLUMNS` other than float (for :class:`symattn.runs.TidyCSV`).
 SIM_TYPES = {"d": int, "seed": int, "data_seed": int, "iterations": int, "converged": bool,
              "start": str}
-
-
-def data_seed(d: int, seed: int) -> int:
-    """Seed of the data set of replica ``seed`` at dimension ``d``: ``10^6 d + seed``.
-
-    Independent data for each ``d`` (the teacher is the first ``d`` draws of the seed's stream,
-    so one seed for all ``d`` would correlate the teachers, hence the gaps, across ``d``), and
-    the same data for every ``alpha`` at fixed ``d`` (paired curves in ``alpha``).
-    """
-    return 1_000_000 * int(d) + int(seed)
+#: The columns copied from a :class:`~symattn.simulation.general.SimulationResult` as they are.
+_SCALARS = ("eps_t", "eps_g", "eps_g_err", "eps_lin", "eps_lin_err", "converged", "iterations",
+            "grad_norm", "wall_time")
 
 
 def alpha_key(alpha) -> float:
@@ -55,33 +50,55 @@ def alpha_key(alpha) -> float:
     return round(float(alpha), 10)
 
 
+def paper_order_parameters(op) -> dict:
+    r"""The paper's scalar order parameters (model page §3) from the matrices of
+    :func:`~symattn.simulation.general.order_parameters` (or of a result, or its ``as_dict()``)
+    at the paper's shape:
+
+    :math:`m = p_1 \cdot Q/d` ``= M[0][0]`` (and ``M[1][0] = -m``, since :math:`p_2 = -p_1`),
+    :math:`\theta = \sigma^2 Q \cdot Q^*/d` ``= theta[0][0]``, :math:`q = \sigma^2 |Q|^2/d`
+    ``= q[0][0]``.  Raises ``ValueError`` for another shape (``M`` not ``2 x 1``, ``theta`` not
+    ``1 x 1``).
+    """
+    M, theta = op["M"], op["theta"]
+    if len(M) != 2 or len(M[0]) != 1 or len(theta) != 1 or len(theta[0]) != 1:
+        raise ValueError("paper_order_parameters needs the paper's shape (L = 2, r = r_t = 1)")
+    return {"m": float(M[0][0]), "theta": float(theta[0][0]), "q": float(op["q"][0][0])}
+
+
+def _task_rows(params: ModelParams, d: int, alpha: float, seed: int, starts, n_test: int,
+               gtol: float, positional_scale: float) -> list:
+    """``starts`` trained on the data set ``data_seed(d, seed)``; one row per start, with the
+    keys :data:`SIM_COLUMNS`, in the paper's scalars."""
+    params = ModelParams.coerce(params).require_paper_shape("the paper's simulation table")
+    t0 = time.perf_counter()
+    data = make_dataset(params, d, alpha, data_seed(d, seed))
+    res = train_starts(data, starts, n_test=n_test, gtol=gtol, positional_scale=positional_scale)
+    task_time = time.perf_counter() - t0
+    rows = []
+    for start in starts:
+        r = res[start]
+        rows.append({"d": int(d), "alpha": alpha_key(alpha), "seed": int(seed),
+                     "data_seed": data.seed, "start": start,
+                     **paper_order_parameters(vars(r)), **{k: getattr(r, k) for k in _SCALARS},
+                     "teacher_norm": float(r.teacher_norm[0, 0]), "task_time": task_time})
+    return [{c: row[c] for c in SIM_COLUMNS} for row in rows]
+
+
 def simulation_task(params: ModelParams, d: int, alpha: float, seed: int, n_test: int = 2000,
                     gtol: float = 1e-8, positional_scale: float = 1.0) -> list:
     """One paired task: both warm starts on the data set ``data_seed(d, seed)``; one row per
     start, with the keys :data:`SIM_COLUMNS`.
     """
-    t0 = time.perf_counter()
-    data = make_dataset(params, d, alpha, data_seed(d, seed))
-    res = train_starts(data, PAIRED_STARTS, n_test=n_test, gtol=gtol,
-                       positional_scale=positional_scale)
-    teacher_norm = float(np.dot(data.Q_star, data.Q_star) / d)
-    task_time = time.perf_counter() - t0
-    rows = []
-    for start in PAIRED_STARTS:
-        r = res[start].as_dict()
-        row = {c: r[c] for c in SIM_COLUMNS if c in r}
-        row.update(d=int(d), alpha=alpha_key(alpha), seed=int(seed), data_seed=data.seed, start=start,
-                   teacher_norm=teacher_norm, task_time=task_time)
-        rows.append(row)
-    return rows
-
+    return _task_rows(params, d, alpha, seed, PAIRED_STARTS, n_test, gtol, positional_scale)
 
 
 def simulate_seeds(params: ModelParams, d: int, alpha: float, start: str, seeds: int,
                    n_test: int = 2000, gtol: float = 1e-8, progress=None) -> dict:
     """``seeds`` independent instances of ``start``: mean and standard error of every quantity.
 
-    Instance ``k`` is the data set :func:`data_seed` ``(d, k)``, as in a validation run.
+    Instance ``k`` is the data set :func:`~symattn.simulation.general.data_seed` ``(d, k)``, as in
+    a validation run.
 
     For ``start`` semantic or positional the other warm start is trained on the same data set
     (:func:`simulation_task`), and the paired difference
@@ -89,18 +106,11 @@ def simulate_seeds(params: ModelParams, d: int, alpha: float, start: str, seeds:
     lower one) is reported with its standard error, as are the other start's statistics
     (``paired``).  ``progress(k, K, seconds)`` is called after each seed.
     """
+    starts = PAIRED_STARTS if start in PAIRED_STARTS else (start,)
     rows, t0 = [], time.perf_counter()
     for s in range(seeds):
-        if start in PAIRED_STARTS:
-            rows.append({r["start"]: r for r in simulation_task(params, d, alpha, s, n_test, gtol)})
-        else:
-            t1 = time.perf_counter()
-            data = make_dataset(params, d, alpha, data_seed(d, s))
-            r = train_starts(data, [start], n_test=n_test, gtol=gtol)[start].as_dict()
-            r.update(seed=s, data_seed=data.seed,
-                     teacher_norm=float(np.dot(data.Q_star, data.Q_star) / d),
-                     task_time=time.perf_counter() - t1)
-            rows.append({start: r})
+        rows.append({r["start"]: r
+                     for r in _task_rows(params, d, alpha, s, starts, n_test, gtol, 1.0)})
         if progress:
             progress(s + 1, seeds, time.perf_counter() - t0)
 
@@ -121,13 +131,10 @@ def simulate_seeds(params: ModelParams, d: int, alpha: float, start: str, seeds:
         data["delta_eps_t"], data["delta_eps_t_err"] = mean_se(delta)
         data["semantic_lower"] = sum(x < 0 for x in delta)
         data["paired"] = {other: stats(other)}
-    data["instances"] = [{k: r[name][k] for k in SIM_COLUMNS if k in r[name]}
-                         for r in rows for name in r]
+    data["instances"] = [dict(r[name]) for r in rows for name in r]
     data["params"] = params.as_dict()
     data["wall_time"] = time.perf_counter() - t0
     return data
-
-
 
 
 class SimulationSummary(dict):
@@ -180,13 +187,3 @@ class SimulationSummary(dict):
                          f"(semantic lower in {self['semantic_lower']}/{n} seeds)")
         return "\n".join(lines)
 
-
-def _json_safe(x):
-    """NaN (e.g. a standard error from one seed) as JSON null."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_json_safe(v) for v in x]
-    return x
