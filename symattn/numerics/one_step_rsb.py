@@ -515,7 +515,7 @@ def _jacobian_basis(free) -> np.ndarray:
     and their sum, the common mode, is the difference of two large slopes (at the semantic
     :math:`\alpha = 1.5`, :math:`x = 2.6\times10^5`, :math:`q_1 - q_0 = 5.6\times10^{-8}`,
     the sum came out between -0.9 and +9 for a common slope of -1.77, and Newton stalled at
-    residual 1e-6: ``studies/one_step_rsb_jacobian_basis.py``)."""
+    residual 1e-6: docs/stability.md, 'Newton's Jacobian along the common level and the gap')."""
     B = np.eye(len(free))
     B[1, 0] = 1.0
     return B
@@ -523,7 +523,8 @@ def _jacobian_basis(free) -> np.ndarray:
 
 #: the Jacobian's step in x, relative: at the semantic alpha = 1.5 (rule 0, x = 1.8e4, inner
 #: rules recentred on the tilted measure) the x column at steps of 1e-6 x is noise and Newton
-#: holding the gap stalls; at 1e-4 x it converges (studies/one_step_rsb_x_column.py)
+#: holding the gap stalls; at 1e-4 x it converges (docs/stability.md, 'Newton's Jacobian along
+#: the common level and the gap')
 X_STEP = 1e-4
 
 

@@ -22,8 +22,8 @@ On each scrambled Sobol rule of ``2^log2n`` outer points, after the RS fixed poi
    far), the solutions are followed in :math:`q_1 - q_0` instead (held, x free; the same
    equations) from the profile's last point at the finest width, by ``FOLD_SHARE`` of it per
    step the way it moved over the step before, each step started from the line through the
-   last two points (``studies/one_step_rsb_fold_predictor.py``), until Sigma/e changes sign
-   or x falls below x_ref.  A fold of the solutions in x, which no fixed-x solve passes, is
+   last two points (docs/stability.md, 'The smoothing width where the gap is tiny'), until
+   Sigma/e changes sign or x falls below x_ref.  A fold of the solutions in x, which no fixed-x solve passes, is
    gone round so.  A bracket goes to regula falsi in the gap (step 3's secant), and the x
    equation is integrated along the path in its order (past the fold x runs back).
 3. **Stationary x.** All six equations, x free, by Newton from the linear interpolation of the
