@@ -122,3 +122,27 @@ def test_paper_shape_map_is_the_papers():
     want = kernels.prior_equations()(*ph, sig, la, rh)
     np.testing.assert_allclose([x[0], x[1], x[3], x[4]], want, rtol=1e-13)
     assert abs(x[1] + x[2]) <= 1e-15 * abs(x[1])       # M = s m
+
+
+def test_paper_equations_in_the_solvers_are_the_papers():
+    """numerics.channel.PaperEquations (the generated general map in the paper's reduced
+    variables, what the paper's solvers evaluate) against the paper's own derivation's
+    equations (kernels.output_equations, prior_equations, phi_kernel) at random points: to
+    1e-13 relative (rounding; the two print different but equal expressions)."""
+    from symattn.model import ModelParams
+    from symattn.numerics.channel import PaperEquations
+    p = ModelParams()
+    eqs = PaperEquations(p)
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        atoms = rng.normal(size=8) * 0.01
+        x = (0.05 + 0.1 * rng.random(), 0.3 * rng.random(), 0.1 * rng.random(), 15 + rng.random())
+        alpha = 0.5 + rng.random()
+        got = eqs.output(*atoms, *x, alpha, p.rho)
+        want = kernels.output_equations()(*atoms, *x, alpha, p.rho)
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+        np.testing.assert_allclose(eqs.prior(*want, p.sigma, p.lam, p.rho),
+                                   kernels.prior_equations()(*want, p.sigma, p.lam, p.rho),
+                                   rtol=1e-13)
+        args = (*x, *want, 0.3, alpha, p.sigma, p.lam, p.rho)
+        assert abs(eqs.phi(*args) - kernels.phi_kernel()(*args)) <= 1e-13 * abs(eqs.phi(*args))

@@ -38,7 +38,7 @@ from .general import GeneralChannel, InvalidGeneralOrderParameters, OrderParamet
 from .prox import ProxResult
 from .quadrature import NodeSet
 
-__all__ = ["OutputChannel", "ChannelState", "ChannelMeans", "MeansView",
+__all__ = ["OutputChannel", "PaperEquations", "ChannelState", "ChannelMeans", "MeansView",
            "InvalidOrderParameters"]
 
 
@@ -309,6 +309,51 @@ class OutputChannel:
             d_mixed[idx] = (pi * d_best[idx] + (1 - pi) * d_second
                             + dp * (state.rows_best[idx] - state.rows_second[idx]))
         return self.nodes.expect(d_mixed)
+
+
+class PaperEquations:
+    r"""The generated saddle-point map of the general model
+    (:mod:`symattn.compile.general_equations`) at the paper's instance, in its reduced
+    variables, with the argument orders of the paper's scalar equations
+    (:func:`symattn.compile.kernels.output_equations` and the rest), which it replaces in the
+    solvers: ``M = s m`` and :math:`\hat m = s^\top\hat M` with ``s = (1, -1)`` (so ``M_hat =
+    s m_hat / 2`` gives the same ``M``, ``q`` and ``Phi``: the prior sees ``M_hat`` only
+    through :math:`\Pi\hat M = s\,\hat m`), :math:`K^{-\top} = 1/\sqrt q`,
+    :math:`B^{-\top} = 1/\sqrt{\rho - \theta^2/q}`, the atoms in the paper's order
+    (:func:`~symattn.compile.general_equations.atom_key`)."""
+
+    def __init__(self, params: ModelParams):
+        from ..compile.general_equations import general_equations
+        from ..compile.shape import Shape
+        self.params = params.require_paper_shape("the paper's equations")
+        self._eqs = general_equations(Shape())
+        keys = self._eqs.ATOM_KEYS
+        self._perm = np.array([keys.index(k) for k in equations_module().ATOM_KEYS])
+        self._Pi = np.asarray(params.Pi_array)[np.triu_indices(2)]
+
+    def output(self, *args):
+        """``(*atoms, q, m, theta, V, alpha, rho) -> (q_hat, m_hat, theta_hat, V_hat)``."""
+        *atoms, q, m, theta, V, alpha, rho = args
+        a = np.empty(len(atoms))
+        a[self._perm] = atoms
+        q_hat, M1, M2, th_hat, V_hat = self._eqs.output_equations(
+            a, np.array([1 / math.sqrt(q)]), np.array([1 / math.sqrt(rho - theta**2 / q)]),
+            np.array([q]), np.array([theta]), alpha, rho)
+        return q_hat, M1 - M2, th_hat, V_hat
+
+    def prior(self, q_hat, m_hat, theta_hat, V_hat, sigma, lam, rho):
+        """``(q_hat, m_hat, theta_hat, V_hat, sigma, lam, rho) -> (q, m, theta, V)``."""
+        q, M1, _, theta, V = self._eqs.prior_equations(
+            np.array([q_hat]), np.array([m_hat / 2, -m_hat / 2]), np.array([theta_hat]),
+            np.array([V_hat]), self._Pi, sigma, lam, rho)
+        return q, M1, theta, V
+
+    def phi(self, q, m, theta, V, q_hat, m_hat, theta_hat, V_hat, E_M, alpha, sigma, lam, rho):
+        """``Phi`` (the paper's argument order)."""
+        return self._eqs.phi(np.array([q]), np.array([m, -m]), np.array([theta]), np.array([V]),
+                             np.array([q_hat]), np.array([m_hat / 2, -m_hat / 2]),
+                             np.array([theta_hat]), np.array([V_hat]), E_M, self._Pi, alpha,
+                             sigma, lam, rho)
 
 
 def _target_matrix(t) -> np.ndarray:

@@ -28,9 +28,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..compile.kernels import odd_atoms, output_equations, phi_kernel, prior_equations
+from ..compile.kernels import odd_atoms
 from ..model.params import ModelParams
-from .channel import ChannelState, InvalidOrderParameters, OutputChannel
+from .channel import ChannelState, InvalidOrderParameters, OutputChannel, PaperEquations
 
 __all__ = ["FixedPoint", "MapState", "SaddlePointMap", "solve_fixed_point", "fixed_point_record",
            "eps_stages", "NAMES", "BudgetExhausted"]
@@ -119,9 +119,8 @@ class SaddlePointMap:
         self.symmetry = symmetry
         syms = (symmetry,) if isinstance(symmetry, str) else tuple(symmetry or ())
         self._odd = sorted(set().union(*(odd_atoms(s) for s in syms))) if syms else []
-        self._out = output_equations()
-        self._prior = prior_equations()
-        self._phi = phi_kernel()
+        eqs = PaperEquations(params)     # the general model's generated map, reduced
+        self._out, self._prior, self._phi = eqs.output, eqs.prior, eqs.phi
         self.n_evaluations = 0
 
     def _from_atoms(self, x, atoms, alpha=None):
