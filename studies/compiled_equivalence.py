@@ -16,7 +16,7 @@ checkout.  Timings are after a warm-up (a scramble of 2^8), one process, both co
 
 The same records answer whether the one engine (issue 46: the paper's channel as the general
 fused pass at the paper's instance) keeps the paper's numbers: ``..._one_engine_before.json``
-is a checkout of edde352 (the last commit before it), ``..._one_engine_after.json`` of 634aa24
+is a checkout of edde352 (the last commit before it), ``..._one_engine_after.json`` of b845616
 (2026-12-08; docs/numerics.md, 'The general model').
 """
 
