@@ -287,22 +287,6 @@ class GeneralChannel:
             out.update(rows=rows1, rows2=rows2)
         return out
 
-    def rows_at(self, x: OrderParameters, h, idx=None) -> np.ndarray:
-        """The rows (the atoms' integrands, then the loss; ``(n, N_ATOMS + 1)``) at given
-        minimisers ``h`` (``(n, L, r)``) of the nodes ``idx`` (all if ``None``)."""
-        w, hs = self.node_map(x)
-        L, r, _ = self.params_shape
-        sel = slice(None) if idx is None else idx
-        xi, eta = self._xi_flat[sel], self._eta_flat[sel]
-        n = len(xi)
-        out = np.empty((n, self.equations.N_ATOMS + 1))
-        self.fused.rows_nodes(xi, eta, np.ascontiguousarray(np.reshape(h, (n, L * r)), float),
-                              np.ascontiguousarray(w[sel].reshape(n, L * r)),
-                              np.ascontiguousarray(np.linalg.inv(_sym(x.V))),
-                              np.ascontiguousarray(self.targets(hs[sel])), float(self.params.sigma),
-                              out)
-        return out
-
     def evaluate(self, x: OrderParameters, alpha: float, warm=None,
                  only_warm: bool = False, pin: tuple = (), eps: float = 0.0) -> GeneralState:
         """Means and hats at ``x`` (module doc, steps 1-4's output half).
