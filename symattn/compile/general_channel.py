@@ -18,8 +18,9 @@ derived saddle-point map (``atom_rows``, :mod:`symattn.compile.general_equations
   by :math:`p = \mathrm{logistic}(\Delta G/\varepsilon)` where ``eps > 0`` and
   :math:`\Delta G < 800\,\varepsilon` (:func:`symattn.numerics.channel.tie_candidates`), and
   :math:`\mathcal M` mixed the same way;
-* weighted sums per chunk of nodes (a fixed number of chunks: the sums do not depend on the
-  number of threads), the counts of unconverged and of mixed nodes, and, if asked, every
+* weighted sums per chunk of nodes (the caller's number of chunks, a function of the node
+  count alone, :meth:`symattn.numerics.general.GeneralChannel.chunks`: the sums do not depend
+  on the number of threads), the counts of unconverged and of mixed nodes, and, if asked, every
   node's best and runner-up minimiser and their values (original frame; the next pass's warm
   starts) and its rows.
 
@@ -40,11 +41,9 @@ import functools
 
 from .shape import Shape
 
-__all__ = ["channel_kernels", "POLICIES", "CHUNKS"]
+__all__ = ["channel_kernels", "POLICIES"]
 
 POLICIES = ("embed", "paper")
-#: chunks of the sums (module doc)
-CHUNKS = 1024
 
 _ZEROS = '''
 @njit(cache=True, inline="always")
