@@ -75,12 +75,7 @@ def paper_starts(wp, T, U, S):
     policy_starts(T, U, S, 1)
 '''
 
-_NONE = '''
-@njit(cache=True, inline="always")
-def policy_starts(T, U, S, k0):
-    """No starts of the policy's own."""
-    return 0
-'''
+
 
 _EMBED = '''            ns = 0
             if not only_given:
@@ -92,7 +87,7 @@ _EMBED = '''            ns = 0
                         S[1, l * R + R - 1 - e] = hs_[l * R_T + e]
                 for k in range(K):
                     S[2, k] = -S[1, k]
-                ns = 3 + policy_starts(Ti, U, S, 3)
+                ns = 3
             for s_ in range(ngiven):
                 given_start(extra, i, s_, U, S, ns)
                 ns += 1
@@ -313,7 +308,8 @@ def channel_source(shape: Shape, policy: str = "embed") -> str:
     body = (_PASS.replace("NODE_PROX", _PAPER if policy == "paper" else _EMBED)
             .replace("V_ARG", "v[0]" if shape.r == 1 else "v"))
     parts = [shape_source(shape), atom_rows_source(shape), _GIVEN]
-    parts += [_NONE] if policy == "embed" else [_ZEROS, _PAPER_STARTS]
+    if policy == "paper":
+        parts += [_ZEROS, _PAPER_STARTS]
     return "\n\n".join(parts + [body, _ROWS])
 
 

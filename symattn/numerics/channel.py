@@ -220,9 +220,7 @@ class OutputChannel:
 
     def _state(self, x, eps, pas) -> ChannelState:
         """A :class:`ChannelState` from a pass with per-node minima and rows."""
-        q, m, theta, V = x
-        w, hs = self.node_map(q, m, theta)
-        T = self.targets(hs)
+        w, T = self._setup(x)
         pr = ProxResult(h=pas["h"][:, :, 0], value=pas["G"], converged=pas["conv"],
                         h2=pas["h2"][:, :, 0], value2=pas["G2"], iterations=0)
         gap = pr.gap
