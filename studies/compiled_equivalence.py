@@ -64,6 +64,8 @@ def record(path):
         out["timings"][f"evaluate {name}"] = time.perf_counter() - t
         out["atoms"][name] = {"means": st.means.tolist(), "prox_h": st.prox.h[:64].tolist(),
                               "prox_value": st.prox.value[:64].tolist()}
+    if hasattr(ch, "coordinates"):    # the one engine's order (_in_paper_order)
+        out["atom_keys"] = list(ch.coordinates.atom_keys)
     for branch, alpha in FIXED:
         t = time.perf_counter()
         fp = solve_branch(params, branch, alpha, ch)
@@ -86,8 +88,22 @@ def _maxdiff(a, b):
     return float(np.max(np.abs(a - b)))
 
 
+def _in_paper_order(rec, means):
+    """A record's means with the atoms in the paper's order (records before the one engine
+    have no ``atom_keys``: they are in it; later ones are in the generated equations' order)."""
+    keys = rec.get("atom_keys")
+    if keys is None:
+        return means
+    from symattn.compile.kernels import equations_module
+    order = [keys.index(k) for k in equations_module().ATOM_KEYS]
+    return [means[i] for i in order] + list(means[len(keys):])
+
+
 def compare(old_path, new_path):
     old, new = (json.load(open(p)) for p in (old_path, new_path))
+    for rec in (old, new):
+        for name in rec["atoms"]:
+            rec["atoms"][name]["means"] = _in_paper_order(rec, rec["atoms"][name]["means"])
     print(f"old {old['commit'][:10]}  new {new['commit'][:10]}  (Sobol 2^{old['log2n']})")
     print(f"{'quantity':42s} {'max |new - old|':>16s}")
     for name in old["atoms"]:

@@ -15,6 +15,7 @@ from conftest import node_map, teacher_diag
 from symattn import ModelParams
 from symattn.compile.kernels import odd_atoms, output_equations
 from symattn.model.params import APPENDIX_A
+from symattn.numerics.coordinates import Coordinates
 from symattn.refine.precise import ChunkedChannel, branch_fold
 from symattn.numerics.prox import prox
 from symattn.numerics.quadrature import FOLDS, SobolRule
@@ -144,9 +145,14 @@ def test_folded_and_plain_rules_agree_on_the_channel(paper_params, branch):
     x = POINTS[branch]
     fold = branch_fold(paper_params, branch)
 
+    keys = Coordinates(paper_params).atom_keys
+
     def sums(nodes):
-        a = ChunkedChannel(paper_params, nodes).evaluate(x).means
-        return np.array([a[0] + a[1], a[2] + a[3], a[4] - a[6], a[5] + a[7], a[8]])
+        m = ChunkedChannel(paper_params, nodes).evaluate(x).means
+        a = {k: m[i] for i, k in enumerate(keys)}
+        return np.array([a["eta[1,1]*f[1,1]"] + a["eta[2,1]*f[2,1]"],
+                         a["f[1,1]*xi[1,1]"] + a["f[2,1]*xi[2,1]"], a["f[1,1]"] - a["f[2,1]"],
+                         a["f[1,1]*f[1,1]"] + a["f[2,1]*f[2,1]"], m[len(keys)]])
 
     plain = np.array([sums(SobolRule(13, 40 + k).nodes()) for k in range(8)])
     folded = np.array([sums(SobolRule(13, 60 + k).nodes(fold=fold)) for k in range(8)])

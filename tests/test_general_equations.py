@@ -125,24 +125,30 @@ def test_paper_shape_map_is_the_papers():
 
 
 def test_paper_equations_in_the_solvers_are_the_papers():
-    """numerics.channel.PaperEquations (the generated general map in the paper's reduced
-    variables, what the paper's solvers evaluate) against the paper's own derivation's
-    equations (kernels.output_equations, prior_equations, phi_kernel) at random points: to
-    1e-13 relative (rounding; the two print different but equal expressions)."""
+    """The solvers' map at the paper's shape (``Coordinates``: the generated general map in
+    ``x = (q, m, theta, V)``, ``M = s m``, ``m_hat = s^T M_hat``) against the paper's own
+    derivation's equations (kernels.output_equations, prior_equations, phi_kernel) at random
+    points, the atoms matched by name: to 1e-13 relative (rounding; the two print different
+    but equal expressions)."""
     from symattn.model import ModelParams
-    from symattn.numerics.channel import PaperEquations
+    from symattn.numerics.coordinates import Coordinates
     p = ModelParams()
-    eqs = PaperEquations(p)
+    c = Coordinates(p)
+    order = [c.atom_keys.index(k) for k in kernels.equations_module().ATOM_KEYS]
+    assert c.names == ("q", "m", "theta", "V") and c.P.ravel().tolist() == [1.0, -1.0]
     rng = np.random.default_rng(11)
     for _ in range(5):
-        atoms = rng.normal(size=8) * 0.01
+        paper_atoms = rng.normal(size=8) * 0.01
+        atoms = np.empty(8)
+        atoms[order] = paper_atoms
         x = (0.05 + 0.1 * rng.random(), 0.3 * rng.random(), 0.1 * rng.random(), 15 + rng.random())
         alpha = 0.5 + rng.random()
-        got = eqs.output(*atoms, *x, alpha, p.rho)
-        want = kernels.output_equations()(*atoms, *x, alpha, p.rho)
+        got = c.output(atoms, np.array(x), alpha)
+        want = kernels.output_equations()(*paper_atoms, *x, alpha, p.rho)
         np.testing.assert_allclose(got, want, rtol=1e-13)
-        np.testing.assert_allclose(eqs.prior(*want, p.sigma, p.lam, p.rho),
+        np.testing.assert_allclose(c.prior(np.array(want, float)),
                                    kernels.prior_equations()(*want, p.sigma, p.lam, p.rho),
                                    rtol=1e-13)
         args = (*x, *want, 0.3, alpha, p.sigma, p.lam, p.rho)
-        assert abs(eqs.phi(*args) - kernels.phi_kernel()(*args)) <= 1e-13 * abs(eqs.phi(*args))
+        got_phi = c.phi(np.array(x), np.array(want, float), 0.3, alpha)
+        assert abs(got_phi - kernels.phi_kernel()(*args)) <= 1e-13 * abs(got_phi)

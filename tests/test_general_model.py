@@ -65,11 +65,15 @@ def test_bad_model_is_refused_naming_the_parameter(kwargs, name):
     assert exc.value.name == name
 
 
-def test_paper_solvers_refuse_other_shapes():
+def test_the_channels_scalar_node_map_refuses_other_shapes():
+    """The output channel takes every shape; its scalar ``(q, m, theta)`` methods, which serve
+    the paper's numpy-prox consumers, refuse the others by name."""
     from symattn.numerics.channel import OutputChannel
-    from symattn.numerics.quadrature import SobolRule
+    from symattn.numerics.general import nodes_for
+    p = ModelParams(r=2)
+    ch = OutputChannel(p, nodes_for(p, 4, 0))
     with pytest.raises(ParameterError, match="paper's shape only"):
-        OutputChannel(ModelParams(r=2), SobolRule(4).nodes())
+        ch.diagonal_nodes(0.1, 0.0, 0.0)
 
 
 def test_cli_general_simulate(capsys):

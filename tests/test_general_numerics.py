@@ -6,9 +6,9 @@ import pytest
 from symattn.model import ModelParams
 from symattn.numerics.branches import solve_branch
 from symattn.numerics.channel import OutputChannel
-from symattn.numerics.general import (GeneralChannel, OrderParameters, gauge_rotation,
-                                      general_eps_g, nodes_for, prox_jump_measure,
-                                      solve_general)
+from symattn.numerics.coordinates import Coordinates, gauge_rotation
+from symattn.numerics.general import (GeneralChannel, OrderParameters, general_eps_g, nodes_for,
+                                      prox_jump_measure, solve_general)
 from symattn.numerics.quadrature import SobolRule
 
 A3 = ((0.6, 0.2, 0.2), (0.2, 0.6, 0.2), (0.2, 0.2, 0.6))
@@ -50,9 +50,10 @@ def test_three_tokens_fixed_point_and_free_entropy_identity():
     direct = 1.5 * fp.E_loss + p.lam * float(np.trace(fp.x.q)) / (2 * p.sigma**2)
     assert abs(fp.phi + direct) <= 1e-12
     assert fp.x.theta[0, 0] > 0.1          # semantic: far from the trivial point
-    # not converged is reported as such
-    short = solve_general(ch, 1.5, _x(0.1, [0, 0, 0], 0.1, 15.0), max_iter=1)
-    assert not short.converged and "residual" in short.message
+    # not converged is reported as such (a budget of 5 map evaluations: less than one
+    # Newton step's Jacobian)
+    short = solve_general(ch, 1.5, _x(0.1, [0, 0, 0], 0.1, 15.0), max_evaluations=5)
+    assert not short.converged and "gave up after 5" in short.message and "residual" in short.message
 
 
 def test_rank_two_student_fixed_point_in_its_gauge():
@@ -69,7 +70,7 @@ def test_rank_two_student_fixed_point_in_its_gauge():
 def test_gauge_rotation_is_a_rotation_to_lower_trapezoidal_form():
     rng = np.random.default_rng(3)
     x = OrderParameters(np.eye(3), rng.normal(size=(2, 3)), rng.normal(size=(1, 3)), np.eye(3))
-    O = gauge_rotation(x)
+    O = gauge_rotation(x.theta, x.M)
     np.testing.assert_allclose(O.T @ O, np.eye(3), atol=1e-14)
     assert np.linalg.det(O) > 0
     S = np.vstack([x.theta, x.M]) @ O
@@ -158,26 +159,39 @@ def test_eps_lin_by_rqmc_is_the_gauss_hermite_value():
 
 @pytest.mark.slow
 def test_a_root_on_a_switching_node_is_reached_by_smoothing_and_says_so():
-    """Rank-2 student, omega = 0.1, alpha = 0.3, pinned positional, 2^12 points, seed 0: at the
-    root one node's two lowest minima tie, and the hard-choice map jumps there (by 2.5e-3 in
-    the residual along every coordinate; docs/numerics.md, 'The general model', "Newton with a
-    smooth Jacobian"), so Newton stalls.  The continuation in the smoothing width converges, at
-    a width it reports; a solve that may not widen (``eps_max = tol``) says it did not converge.
-    The answer does not hang on the width: the root smoothed over 1e-6 has the same eps_t to
-    1e-9 (the rule's integration error in eps_t is about 1e-6)."""
+    """Rank-2 student, pinned positional, 2^12 points, seed 0, two roots where a node's two
+    lowest minima tie (the hard-choice map jumps there by about 2.5e-3 in the residual;
+    docs/numerics.md, 'The general model').
+
+    omega = 0.1, alpha = 0.3: the continuation in the smoothing width reaches the root at
+    ``eps = tol`` (the fine ladder, with the weight's derivative in the Jacobian).
+
+    omega = 0.3, alpha = 0.5: the ladders stop above ``tol`` (measured: 6e-10; below, ``x``
+    cannot be placed on the ramp to 1e-10 in double precision), so the narrowest width that
+    converged is the answer, and the solve says so; one that may not widen (``eps_max =
+    tol``) says it did not converge.  The answer does not hang on the width: the root
+    smoothed over 1e-6 has the same eps_t to 1e-9 (the rule's integration error in eps_t is
+    about 1e-6)."""
     from symattn.numerics.general_search import search_starts
     p = ModelParams(r=2, omega=0.1)
     ch = GeneralChannel(p, nodes_for(p, 12, 0))
     x0 = next(x for label, x, _ in search_starts(p) if label == "positional-0-pinned")
-    hard = solve_general(ch, 0.3, x0, pin=("theta",), eps_max=1e-10)
-    assert not hard.converged and "stalled" in hard.message
-    fp = solve_general(ch, 0.3, x0, pin=("theta",))
-    assert fp.converged and 1e-10 < fp.eps <= 1e-6, fp.message        # measured: 1e-8
+    fp = solve_general(ch, 0.3, x0, pin=("theta",), eps_max=1e-10)
+    assert fp.converged and fp.eps == 1e-10 and fp.residual <= 1e-10
+
+    p = ModelParams(r=2)
+    ch = GeneralChannel(p, nodes_for(p, 12, 0))
+    x0 = OrderParameters(np.diag([0.02, 0.015]), np.array([[0.2, 0.0], [-0.2, 0.0]]),
+                         np.zeros((1, 2)), np.diag([22.4, 32.0]))
+    hard = solve_general(ch, 0.5, x0, pin=("theta",), eps_max=1e-10)
+    assert not hard.converged and "residual" in hard.message
+    fp = solve_general(ch, 0.5, x0, pin=("theta",))
+    assert fp.converged and 1e-10 < fp.eps <= 1e-6, fp.message
     assert f"converged at eps = {fp.eps:g}" in fp.message
-    Fx, _ = ch.step(fp.x, 0.3, warm=None, pin=("theta",), eps=fp.eps)
-    Fx = Fx.rotated(gauge_rotation(Fx, use_theta=False))
+    Fx, _ = ch.step(fp.x, 0.5, warm=None, pin=("theta",), eps=fp.eps)
+    Fx = Fx.rotated(gauge_rotation(None, Fx.M))
     assert np.max(np.abs(Fx.flat() - fp.x.flat())) <= 1e-9       # tol, and the gauge's rounding
-    wide = solve_general(ch, 0.3, fp.x, pin=("theta",), eps=1e-6)
+    wide = solve_general(ch, 0.5, fp.x, pin=("theta",), eps=1e-6)
     assert wide.converged and wide.eps == 1e-6
     assert abs(wide.eps_t - fp.eps_t) < 1e-9
 

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 from conftest import ALPHA, hats_model_md, node_map, prior_model_md, teacher_diag
+from symattn.compile.general_equations import atom_key
 from symattn.compile.kernels import atom_list, odd_atoms, phi_kernel
 from symattn.numerics.branches import BranchNotFound, solve_branch
 from symattn.numerics.channel import OutputChannel
+from symattn.numerics.coordinates import Coordinates
 from symattn.numerics.prox import prox
 from symattn.numerics.quadrature import NodeSet, SobolRule
 from symattn.numerics.saddle import SaddlePointMap, solve_fixed_point
@@ -178,11 +180,13 @@ def test_unconverged_solve_is_reported(paper_params, sobol12_channel):
 @pytest.mark.parametrize("symmetry, x", [("eta_flip", (0.05, 0.25, 0.0, 15.0)),
                                          ("full_flip", (0.08, 0.0, 0.12, 18.0))])
 def test_odd_atoms_are_odd_on_actual_nodes(symmetry, x, paper_params):
-    """The parity claimed by ``odd_atoms`` holds for the real integrands with the real prox: on the
-    mirrored nodes the odd atoms change sign and the others do not."""
+    """The parity the solver uses (``Coordinates.odd``, read off the atoms' factors) holds for
+    the real integrands with the real prox: on the mirrored nodes the odd atoms change sign and
+    the others do not."""
     P = SobolRule(8, 1).nodes().points
     image = P * np.array([1, 1, -1, -1]) if symmetry == "eta_flip" else -P
-    n_at = len(atom_list())
+    odd = Coordinates(paper_params).odd(symmetry)
+    n_at = Coordinates(paper_params).n_atoms
     rows = []
     for pts in (P, image):
         ch = OutputChannel(paper_params, NodeSet(pts, np.full(len(pts), 1 / len(pts)), "t"))
@@ -192,10 +196,20 @@ def test_odd_atoms_are_odd_on_actual_nodes(symmetry, x, paper_params):
     (a, ok_a), (b, ok_b) = rows
     ok = ok_a & ok_b
     sign = np.ones(n_at)
-    sign[list(odd_atoms(symmetry))] = -1
+    sign[odd] = -1
     # prox solved to |grad| <= 1e-13 on each side independently: integrands agree to ~1e-12
     np.testing.assert_allclose(b[ok], a[ok] * sign, rtol=0, atol=1e-10)
-    assert np.abs(a[ok][:, list(odd_atoms(symmetry))]).max() > 1e-3   # not trivially zero
+    assert np.abs(a[ok][:, odd]).max() > 1e-3   # not trivially zero
+
+
+@pytest.mark.parametrize("symmetry", ["eta_flip", "full_flip"])
+def test_odd_atoms_read_off_the_factors_are_those_sympy_finds(symmetry, paper_params):
+    """The solver's parity rule (an odd number of ``eta`` factors, resp. of factors) picks the
+    atoms the paper's derivation finds odd by substituting the flip into each integrand
+    (``kernels.odd_atoms``, SymPy), matched by name."""
+    c = Coordinates(paper_params)
+    paper = {atom_key(E) for k, E in enumerate(atom_list()) if k in odd_atoms(symmetry)}
+    assert {c.atom_keys[k] for k in c.odd(symmetry)} == paper and paper
 
 
 def test_eps_ladders_end_at_the_tolerance():

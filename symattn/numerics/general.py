@@ -58,15 +58,12 @@ from ..compile.general_equations import general_equations
 from ..compile.generated import shape_kernels
 from ..compile.shape import Shape
 from ..model import ModelParams
+from .coordinates import InvalidOrderParameters
 from .quadrature import NodeSet, SobolRule
 
 __all__ = ["OrderParameters", "GeneralChannel", "GeneralState", "GeneralFixedPoint",
-           "solve_general", "InvalidGeneralOrderParameters", "general_free_entropy",
+           "solve_general", "general_free_entropy",
            "general_eps_g", "general_eps_lin", "nodes_for"]
-
-
-class InvalidGeneralOrderParameters(ValueError):
-    """Order parameters outside the domain: ``q``, ``V`` or ``R`` not positive definite."""
 
 
 def tie_candidates(gap, eps):
@@ -189,15 +186,15 @@ class GeneralChannel:
         try:
             K = np.linalg.cholesky(_sym(x.q))
         except np.linalg.LinAlgError:
-            raise InvalidGeneralOrderParameters(f"q is not positive definite: {x.q.tolist()}") from None
+            raise InvalidOrderParameters(f"q is not positive definite: {x.q.tolist()}") from None
         R = self.params.rho * np.eye(self.params.r_t) - x.theta @ np.linalg.solve(x.q, x.theta.T)
         try:
             B = np.linalg.cholesky(_sym(R))
         except np.linalg.LinAlgError:
-            raise InvalidGeneralOrderParameters(
+            raise InvalidOrderParameters(
                 "rho - theta q^-1 theta^T is not positive definite (theta too large for q)") from None
         if not np.all(np.linalg.eigvalsh(_sym(x.V)) > 0):
-            raise InvalidGeneralOrderParameters(f"V is not positive definite: {x.V.tolist()}")
+            raise InvalidOrderParameters(f"V is not positive definite: {x.V.tolist()}")
         return K, B
 
     def node_map(self, x: OrderParameters):
@@ -368,7 +365,6 @@ class GeneralFixedPoint:
     wall_time: float
     rule: str
     message: str = ""
-    history: list = field(default_factory=list, repr=False)
     #: :math:`\mathbb E\mathcal M`, the mean Moreau value: :math:`\mathrm d\varepsilon_t/\mathrm d\alpha`
     #: along a branch (envelope theorem on :math:`\Phi`, as for the paper's branches)
     E_M: float = float("nan")
@@ -412,243 +408,68 @@ def prox_jump_measure(channel: GeneralChannel, x: OrderParameters,
                                  "count": int((gap < d).sum())} for d in deltas}}
 
 
-#: the order parameters a branch may be pinned at zero, exact invariants for every shape (in
-#: expectation; :meth:`GeneralChannel.evaluate`): ``theta = 0``, since ``T(h*)`` is even in
-#: ``h*``; ``M = 0``, since the loss depends on ``h h^T`` only, so at ``M = 0`` the prox is odd
-#: under ``(xi, eta) -> -(xi, eta)``
-PINNABLE = ("M", "theta")
-
-
-def _free_mask(L, r, rt, pin, gauge: bool = False) -> np.ndarray:
-    nt = r * (r + 1) // 2
-    mask = np.ones(2 * nt + L * r + rt * r, bool)
-    if "M" in pin:
-        mask[nt:nt + L * r] = False
-    if "theta" in pin:
-        mask[nt + L * r:nt + L * r + rt * r] = False
-    if gauge:   # the entries above the diagonal of S = [theta; M] (or M alone) vanish
-        rows = ([("theta", c) for c in range(rt)] if "theta" not in pin else []) + \
-               [("M", l) for l in range(L)]
-        for i, (name, row) in enumerate(rows[:r]):
-            base = nt + (L * r + row * r if name == "theta" else row * r)
-            mask[base + i + 1:base + r] = False
-    return mask
-
-
-def gauge_rotation(x: OrderParameters, use_theta: bool = True) -> np.ndarray:
-    r"""The rotation ``O`` (``det O = 1``) of the student's rank space that makes
-    :math:`S = [	heta; M]` (``use_theta``) or :math:`S = M` lower-trapezoidal (``S O``: the
-    first row along the first axis, ...), from the QR factorisation :math:`S^	op = O R` with
-    :math:`R_{ii} \ge 0`, the last column flipped if needed.  ``x.rotated(O)`` is then the
-    representative of ``x``'s orbit that :func:`solve_general` solves for when ``r > 1``: the
-    equations are invariant under :math:`Q 	o QO` (model page §7), so without a gauge the
-    fixed points form continuous families and Newton's Jacobian is singular along them."""
-    S = np.vstack([x.theta, x.M]) if use_theta else x.M
-    O, R = np.linalg.qr(S.T, mode="complete")
-    d = np.sign(np.diag(R[:min(R.shape), :min(R.shape)]))
-    d[d == 0] = 1.0
-    O[:, :len(d)] = O[:, :len(d)] * d
-    if np.linalg.det(O) < 0:
-        O[:, -1] = -O[:, -1]
-    return O
-
-
 def solve_general(channel: GeneralChannel, alpha: float, x0: OrderParameters, *,
                   tol: float = 1e-10, max_iter: int = 60, pin: tuple = (),
-                  step: float = 1e-7, relax: float = 0.3, relax_steps: int = 20,
-                  relaxations: int = 5, eps: float | None = None, eps_max: float = 1e-6,
-                  stall: int = 12, progress=None) -> GeneralFixedPoint:
-    r"""Fixed point of the map on ``channel``'s rule from ``x0`` (module doc).
+                  eps: float | None = None, eps_max: float = 1e-6, relax=True,
+                  stall: int | None = 12,
+                  max_evaluations: int | None = None) -> GeneralFixedPoint:
+    r"""Fixed point of the map on ``channel``'s rule from ``x0`` (module doc): the one
+    solver, :func:`~symattn.numerics.saddle.solve_fixed_point`'s Newton with its smoothing
+    ladders, in the shape's coordinates (:class:`~symattn.numerics.coordinates.Coordinates`:
+    ``M = P m`` in the range of ``Pi``; for ``r > 1`` in the gauge of
+    :func:`~symattn.numerics.coordinates.gauge_rotation`, whose zero entries are not free).
 
-    Newton on :math:`g(x) = F(x) - x` over the free entries (``pin``: a subset of
-    :data:`PINNABLE` held at zero).  The Jacobian is taken by forward differences of step
-    ``step`` of the map with the prox started at each node's current minimisers only (so each
-    node follows its local minima and the map differentiated is smooth); the residual is always
-    evaluated with the full start set.  Backtracking halves the step until the residual falls;
-    when no step does (far from a root), ``relax_steps`` damped steps :math:`x + \beta g`
-    (``beta = relax``) are taken and Newton resumes, at most ``relaxations`` times.  Newton
-    stops early, as stalled, when the lowest residual has not fallen tenfold in ``stall``
-    steps (a step rate above :math:`10^{-1/12} \approx 0.83`; near a root Newton's rate is
-    far below it): on a node set where the map jumps the relaxations otherwise cycle to
-    ``max_iter`` (rank 2, omega = 0.3, alpha = 0.5: 55 steps, 29 s, before the ladder
-    below converged in 10).
-
-    The selection between a node's two lowest minima is smoothed over ``eps`` (default
-    ``tol``; :meth:`GeneralChannel.evaluate`; the runner-up is followed too, so the Jacobian
-    includes the weight's derivative): with a hard choice the map jumps where a node switches
-    minimiser (on ``2^12`` points by up to ``1e-3`` in the residual), and no fixed point to
-    ``tol`` need exist.  When Newton does not converge at ``eps`` the solve is continued from
-    ``1e-4`` down to ``eps`` by factors of 10, each stage from the last (:data:`EPS_LADDER`);
-    the narrowest stage that converges is the answer if it is at most ``eps_max`` (or ``eps``; the
-    result's ``eps`` says which; the forward-difference Jacobian does not resolve a selection
-    ramp much narrower than its step, so a root on one may be reachable only at a width well
-    above ``tol``).  The width reweights only the few nodes whose two minima lie within a few
-    ``eps`` of each other, an error of the order of one node's weight, as the hard choice's
-    jump is: at ``1e-6`` it moved ``eps_t`` by ``8e-11`` where the rule's integration error is
-    about ``1e-6`` (docs/numerics.md).  ``converged`` only when the undamped residual
-    :math:`\max|g|` of the map smoothed over the result's ``eps`` is at most ``tol``.
-
-    For ``r > 1`` the map is composed with the rotation to the gauge of :func:`gauge_rotation`
-    (and the gauge's zero entries are not free): a solution is a fixed point up to a rotation
-    of the rank space, which on a finite rule is exact only up to the rule's (integration)
-    error, since the nodes are not rotation-invariant.
+    ``pin``: a subset of :data:`~symattn.numerics.coordinates.PINNABLE` held at zero, with
+    the rule averaged over its symmetry.  ``x0`` is projected onto the coordinates (``M`` onto
+    the range of ``Pi`` by least squares, the rank space rotated into the gauge, the pinned
+    blocks zeroed).  The searches' cold starts may lie far from a root: Newton then relaxes
+    along the map (``relax``: ``True`` for the default
+    :class:`~symattn.numerics.saddle.Relaxation`, one of them, or ``False``) and stops
+    as stalled when its lowest residual has not fallen tenfold in ``stall`` steps (on a rule
+    where the map jumps the relaxations otherwise cycle; near a root Newton's rate is far
+    faster).  ``converged`` only when the undamped residual :math:`\max|F(x) - x|` of the map
+    smoothed over the result's ``eps`` is at most ``tol`` and every prox converged: ``eps``
+    (default ``tol``) if a smoothing ladder reaches it, else the narrowest stage up to
+    ``eps_max`` that converged (where a node's two minima tie at the root, the selection ramp
+    is too steep to place ``x`` on to ``tol`` in double precision; the width reweights only
+    the few nodes within a few ``eps`` of a tie, an error of the order of one node's weight,
+    as the hard choice's jump is: at ``1e-6`` it moved ``eps_t`` by ``8e-11`` where the
+    rule's integration error is about ``1e-6``, docs/numerics.md).  For
+    ``r > 1`` a solution is a fixed point up to a rotation of the rank space, which on a
+    finite rule is exact only up to the rule's (integration) error, since the nodes are not
+    rotation-invariant.
     """
-    p = channel.params
-    L, r, rt = p.L, p.r, p.r_t
+    from .channel import OutputChannel
+    from .coordinates import PINNABLE
+    from .saddle import Relaxation, SaddlePointMap, newton_solve, solve_status
     bad = set(pin) - set(PINNABLE)
     if bad:
         raise ValueError(f"pin: unknown {sorted(bad)}; choose from {PINNABLE}")
+    p = channel.params
+    oc = OutputChannel(p, channel.nodes, channel.gtol, general=channel)
+    c = oc.coordinates
     eps = tol if eps is None else eps
-    eps_max = max(eps_max, eps)          # a width asked for is accepted
-    gauge = r > 1
-    use_theta = "theta" not in pin
-    mask = _free_mask(L, r, rt, pin, gauge)
-    free = np.flatnonzero(mask)
-    t0 = time.perf_counter()
-    if gauge:
-        x0 = x0.rotated(gauge_rotation(x0, use_theta))
-    history = []
-
-    def residual(xv, e, warm=None, only_warm=False):
-        Fx, st = channel.step(OrderParameters.from_flat(xv, L, r, rt), alpha, warm, only_warm,
-                              tuple(pin), e)
-        if gauge:
-            Fx = Fx.rotated(gauge_rotation(Fx, use_theta))
-        g = Fx.flat() - xv
-        g[~mask] = 0.0
-        return g, st
-
-    def newton(x, e, g, st, iters):
-        """Newton at smoothing ``e`` from ``x`` (residual ``g``, state ``st``):
-        ``(x, g, st, iterations, message)`` at the lowest residual reached (the relaxations
-        may leave a higher one), the message empty unless it stopped short of ``tol``."""
-        res = float(np.max(np.abs(g)))
-        relax_left = relaxations
-        it = 0
-        best = [res]            # the lowest residual after each step
-        low = (x, g, st)        # ... and where it was reached
-
-        def stop(message):
-            return (*low, it, message)
-
-        while res > tol and it < iters:
-            if len(best) > stall and best[-1] > best[-1 - stall] / 10:
-                return stop(f"stalled: the lowest residual {best[-1]:.3g} fell less than "
-                            f"tenfold in {stall} Newton steps")
-            it += 1
-            warm = (st.prox, st.prox2)
-            J = np.zeros((len(free), len(free)))
-            for c, k in enumerate(free):
-                h = step * max(1.0, abs(x[k]))
-                xp = x.copy()
-                xp[k] += h
-                try:
-                    gp, _ = residual(xp, e, warm, only_warm=True)
-                except InvalidGeneralOrderParameters:
-                    xp[k] -= 2 * h
-                    h = -h
-                    try:
-                        gp, _ = residual(xp, e, warm, only_warm=True)
-                    except InvalidGeneralOrderParameters:
-                        return stop("the Jacobian's differences leave the domain")
-                # base: g itself (warm-started at x's own minimisers, the prox is unchanged)
-                J[:, c] = (gp[free] - g[free]) / h
-            try:
-                dx = np.linalg.solve(J, -g[free])
-            except np.linalg.LinAlgError:
-                return stop("singular Jacobian")
-            t = 1.0
-            accepted = False
-            while t > 1e-4:
-                xn = x.copy()
-                xn[free] += t * dx
-                try:
-                    gn, stn = residual(xn, e, warm)
-                except InvalidGeneralOrderParameters:
-                    t /= 2
-                    continue
-                rn = float(np.max(np.abs(gn)))
-                if rn < res:
-                    x, g, st, res = xn, gn, stn, rn
-                    accepted = True
-                    break
-                t /= 2
-            if not accepted and relax_left > 0:
-                # far from a root Newton's model fails: relax along the map (a damped
-                # fixed-point step from the best point so far; the residual may rise) and try
-                # Newton again
-                relax_left -= 1
-                for _ in range(relax_steps):
-                    xn = x.copy()
-                    xn[free] += relax * g[free]
-                    try:
-                        g, st = residual(xn, e, (st.prox, st.prox2))
-                    except InvalidGeneralOrderParameters:
-                        break
-                    x = xn
-                    res = float(np.max(np.abs(g)))
-                accepted = True
-            history.append(res)
-            if res < best[-1]:
-                low = (x, g, st)
-            best.append(min(best[-1], res))
-            if progress is not None:
-                progress(it, res)
-            if not accepted:
-                return stop(f"no Newton step lowers the residual {res:.3g}")
-        return stop("" if res <= tol else f"residual {best[-1]:.3g} after {iters} Newton steps")
-
-    x = x0.flat()
-    x[~mask] = 0.0
-    try:
-        g, st = residual(x, eps)
-    except InvalidGeneralOrderParameters as exc:
-        raise InvalidGeneralOrderParameters(f"the start is outside the domain: {exc}") from None
-    history.append(float(np.max(np.abs(g))))
-    x1, g1, st1, it, message = newton(x, eps, g, st, max_iter)
-    used = eps
-    converged = float(np.max(np.abs(g1))) <= tol
-    stages = [e for e in EPS_LADDER if e > eps] + [eps]
-    if not converged and len(stages) > 1:
-        # continuation in the smoothing width from the point reached, each stage from the
-        # last; the narrowest stage that converges, if it is at most eps_max, is the answer
-        xs, sts, msg, e = x1, st1, "", stages[0]
-        for e in stages:
-            try:
-                gs, sts = residual(xs, e, (sts.prox, sts.prox2))
-            except InvalidGeneralOrderParameters as exc:
-                msg = f"outside the domain: {exc}"
-                break
-            xs, gs, sts, k, msg = newton(xs, e, gs, sts, max_iter)
-            it += k
-            if float(np.max(np.abs(gs))) > tol:
-                msg = msg or f"residual {float(np.max(np.abs(gs))):.3g}"
-                break
-            if e <= eps_max:
-                x1, g1, st1, used, converged = xs, gs, sts, e, True
-        ladder = f"smoothing continued from {stages[0]:g}, stopped at eps = {e:g}: {msg}"
-        if converged and used > eps:
-            message = f"converged at eps = {used:g} ({ladder})"
-        elif converged:
-            message = ""
-        else:
-            message += f"; {ladder}"
-    res = float(np.max(np.abs(g1)))
-    if not converged and not message:
-        message = f"residual {res:.3g} > tol {tol:g} after {it} Newton steps"
-    xo = OrderParameters.from_flat(x1, L, r, rt)
-    phi = general_free_entropy(p, st1, alpha)
-    return GeneralFixedPoint(x=xo, alpha=alpha, converged=converged, residual=res,
-                             iterations=it, eps_t=-phi, phi=phi, n_failed=st1.n_failed,
-                             wall_time=time.perf_counter() - t0, rule=channel.nodes.label,
-                             message=message, history=history, E_M=float(st1.means["EM"]),
-                             E_loss=float(st1.means["Eloss"]), eps=used)
-
-
-#: the smoothing widths of :func:`solve_general`'s continuation when Newton does not converge
-#: (by factors of 10: from a stage's root Newton with forward-difference Jacobians reaches the
-#: next; by factors of 100 it stalled on the selection ramp, docs/numerics.md)
-EPS_LADDER = (1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9)
+    x = c.project(x0, pin)
+    if not c.valid(x):
+        raise InvalidOrderParameters(f"the start is outside the domain: {x0.as_dict()}")
+    F = SaddlePointMap(p, alpha, oc, symmetry=c.symmetries(pin))
+    free = c.free(pin)
+    out = newton_solve(F, x, free, tol=tol, eps=eps, eps_max=eps_max, max_iter=max_iter,
+                       max_evaluations=max_evaluations,
+                       relax=Relaxation() if relax is True else relax or None, stall=stall)
+    st = out.state
+    res, converged, message = solve_status(F, st, free, tol, out.eps, out.iterations)
+    if out.budget_message and not converged:
+        message = f"{out.budget_message}; {message}"
+    elif converged and out.eps > eps:
+        message = (f"converged at eps = {out.eps:g} (no smoothing ladder reached eps = "
+                   f"{eps:g}; module doc)")
+    phi = F.phi(st)
+    return GeneralFixedPoint(x=c.order_parameters(st.x), alpha=alpha, converged=converged,
+                             residual=res, iterations=out.iterations, eps_t=-phi, phi=phi,
+                             n_failed=st.channel.n_failed, wall_time=out.wall_time,
+                             rule=channel.nodes.label, message=message,
+                             E_M=st.channel.E_M, E_loss=st.channel.E_loss, eps=out.eps)
 
 
 def general_eps_g(params: ModelParams, x: OrderParameters, nodes: NodeSet) -> float:

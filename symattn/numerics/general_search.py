@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import ModelParams
-from .general import (GeneralChannel, GeneralFixedPoint, InvalidGeneralOrderParameters,
+from .coordinates import InvalidOrderParameters
+from .general import (GeneralChannel, GeneralFixedPoint,
                       OrderParameters, solve_general)
 from .general_stability import general_rs_stability
 
@@ -165,7 +166,7 @@ def find_fixed_points(channel: GeneralChannel, alpha: float, starts=None, *,
     for label, x0, pin in starts:
         try:
             fp = solve_general(channel, alpha, x0, tol=tol, pin=pin, max_iter=max_iter)
-        except InvalidGeneralOrderParameters as exc:
+        except InvalidOrderParameters as exc:
             failed.append((label, str(exc)))
             continue
         if progress is not None:

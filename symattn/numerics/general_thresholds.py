@@ -79,7 +79,8 @@ from scipy import optimize
 from ..model import ModelParams
 from ..results import format_estimate
 from ..stats import mean_se
-from .general import (GeneralChannel, GeneralFixedPoint, InvalidGeneralOrderParameters,
+from .coordinates import InvalidOrderParameters
+from .general import (GeneralChannel, GeneralFixedPoint,
                       OrderParameters, general_eps_g, general_eps_lin, nodes_for, solve_general)
 from .general_search import character, find_fixed_points, search_starts
 from .general_stability import general_rs_stability
@@ -122,7 +123,7 @@ class GeneralBranch:
         try:
             fp = solve_general(self.channel, alpha, x0, tol=self.tol, max_iter=self.max_iter,
                                pin=self.pin)
-        except InvalidGeneralOrderParameters as exc:
+        except InvalidOrderParameters as exc:
             self.last_failure = f"alpha = {alpha:.6g}: {exc}"
             return None
         if not fp.converged:

@@ -1,14 +1,17 @@
-r"""Fixed points of the saddle-point equations at fixed quadrature.
+r"""Fixed points of the saddle-point equations at fixed quadrature: the one solver, for every
+shape.
 
-The map :math:`F: x = (q, m, \theta, V) \mapsto x'` composes the derived equations
-(``symattn.symbolic.free_energy``): output channel atoms at ``x`` -> conjugates
-``(q_hat, m_hat, theta_hat, V_hat)`` -> prior channel -> ``x'``.  A fixed point solves
-``F(x) = x`` on the *free* variables; a branch may pin a variable to its exact symmetric value
-(``theta = 0`` on the positional branch, ``m = 0`` on the semantic one).  Pinning is done
-together with ``symmetry``: the map then uses the rule averaged over the node symmetry that
-leaves the pinned subspace invariant (``eta -> -eta`` resp. ``(xi, eta) -> -(xi, eta)``),
-which sets the odd atoms (hence ``theta_hat`` resp. ``m_hat``) exactly to zero, so the pinned
-point is an exact fixed point of all four equations under that rule.
+The map :math:`F: x \mapsto x'` composes the generated equations
+(:mod:`symattn.compile.general_equations`) in the shape's coordinates
+(:class:`~symattn.numerics.coordinates.Coordinates`; at the paper's shape
+:math:`x = (q, m, \theta, V)`): output channel atoms at ``x`` -> conjugates -> prior -> ``x'``
+(for ``r > 1`` rotated into the rank gauge).  A fixed point solves ``F(x) = x`` on the *free*
+variables; a branch may pin a block to its exact symmetric value (``theta = 0`` on the
+positional branch, ``M = 0`` on the semantic one).  Pinning is done together with
+``symmetry``: the map then uses the rule averaged over the node symmetry that leaves the
+pinned subspace invariant (``eta -> -eta`` resp. ``(xi, eta) -> -(xi, eta)``), which sets the
+odd atoms (hence ``theta_hat`` resp. ``m_hat``) exactly to zero, so the pinned point is an
+exact fixed point of every equation under that rule.
 
 Solver: Newton on :math:`r(x) = F(x) - x` with backtracking on :math:`\lVert r\rVert_\infty`,
 from the start (a damped warm-up diverged on the positional branch).  The Jacobian is that of
@@ -17,7 +20,9 @@ width ``eps`` (:class:`~symattn.numerics.channel.ChannelState`): each minimum is
 local Newton solve, and the smoothing weight is differentiated exactly.  When Newton stalls on a
 node switching minimiser, the solve is continued in ``eps`` (:func:`eps_stages`).  Convergence
 is declared on the undamped residual :math:`\max |F(x) - x|` over the free variables, with the
-global multi-start prox, at the final ``eps``.
+global multi-start prox, at the final ``eps``.  Options for starts far from a root (the general
+model's searches, :func:`~symattn.numerics.general.solve_general`): damped steps along the map
+when no Newton step lowers the residual (:class:`Relaxation`), and a stall rule.
 """
 
 from __future__ import annotations
@@ -28,12 +33,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..compile.kernels import odd_atoms
 from ..model.params import ModelParams
-from .channel import ChannelState, InvalidOrderParameters, OutputChannel, PaperEquations
+from .channel import ChannelState, InvalidOrderParameters, OutputChannel
+from .coordinates import Coordinates
 
 __all__ = ["FixedPoint", "MapState", "SaddlePointMap", "solve_fixed_point", "fixed_point_record",
-           "eps_stages", "NAMES", "BudgetExhausted"]
+           "eps_stages", "NAMES", "BudgetExhausted", "Relaxation", "Solve", "newton_solve",
+           "solve_status"]
 
 NAMES = ("q", "m", "theta", "V")
 
@@ -109,29 +115,30 @@ class MapState:
 
 
 class SaddlePointMap:
-    """:math:`F(x)` for one model, ``alpha`` and output channel (node set)."""
+    """:math:`F(x)` for one model, ``alpha`` and output channel (node set), in the channel's
+    coordinates (:class:`~symattn.numerics.coordinates.Coordinates`; ``symmetry``: the node
+    symmetries the rule is averaged over, which zero their odd atoms, and whose pins the gauge
+    respects)."""
 
     def __init__(self, params: ModelParams, alpha: float, channel: OutputChannel,
-                 symmetry: str | tuple | None = None):
+                 symmetry: str | tuple | None = None, coordinates: Coordinates | None = None):
         self.params = params
         self.alpha = float(alpha)
         self.channel = channel
         self.symmetry = symmetry
-        syms = (symmetry,) if isinstance(symmetry, str) else tuple(symmetry or ())
-        self._odd = sorted(set().union(*(odd_atoms(s) for s in syms))) if syms else []
-        eqs = PaperEquations(params)     # the general model's generated map, reduced
-        self._out, self._prior, self._phi = eqs.output, eqs.prior, eqs.phi
+        self.coordinates = (coordinates or getattr(channel, "coordinates", None)
+                            or Coordinates(params))
+        self._odd = self.coordinates.odd(symmetry)
+        self._pin = self.coordinates.pinned(symmetry)
         self.n_evaluations = 0
 
     def _from_atoms(self, x, atoms, alpha=None):
         if self._odd:  # the rule averaged over the symmetry: odd atoms vanish exactly
             atoms = atoms.copy()
             atoms[self._odd] = 0.0
-        q, m, theta, V = x
-        p = self.params
-        a = self.alpha if alpha is None else alpha
-        hats = np.array(self._out(*atoms, q, m, theta, V, a, p.rho), dtype=float)
-        return np.array(self._prior(*hats, p.sigma, p.lam, p.rho), dtype=float), hats
+        c = self.coordinates
+        hats = c.output(atoms, x, self.alpha if alpha is None else alpha)
+        return c.prior(hats, self._pin), hats
 
     def __call__(self, x, eps: float = 1e-10) -> MapState:
         self.n_evaluations += 1
@@ -166,9 +173,7 @@ class SaddlePointMap:
         return (Tp - state.Fx)[list(free)] / h
 
     def phi(self, state: MapState) -> float:
-        p = self.params
-        return float(self._phi(*state.x, *state.hats, state.channel.E_M, self.alpha, p.sigma,
-                               p.lam, p.rho))
+        return self.coordinates.phi(state.x, state.hats, state.channel.E_M, self.alpha)
 
 
 _MAX_HALVINGS = 20
@@ -198,43 +203,56 @@ def eps_stages(eps: float) -> list:
     return ladders
 
 
-def _valid(x, rho) -> bool:
-    q, m, theta, V = x
-    return bool(np.all(np.isfinite(x)) and q > 0 and V > 0 and theta**2 < q * rho)
-
-
 class BudgetExhausted(Exception):
     """The solve used up its budget of map evaluations (``solve_fixed_point(max_evaluations=)``)."""
 
 
+@dataclass(frozen=True)
+class Relaxation:
+    """What Newton does when no backtracked step lowers the residual (far from a root, where
+    its linear model fails): ``steps`` damped steps :math:`x + \\beta r(x)` along the map
+    (``beta``; the residual may rise), then Newton again, at most ``times`` times.  Off by
+    default: the branches start near their roots; the search's cold starts need it."""
+
+    beta: float = 0.3
+    steps: int = 20
+    times: int = 5
+
+
 def _newton(F: SaddlePointMap, state: MapState, free, eps, tol, max_iter, verbose,
-            budget=None, hand_over=True):
+            budget=None, hand_over=True, relax: Relaxation | None = None,
+            stall: int | None = None):
     """Damped Newton on ``r`` with backtracking on ``max|r|``; returns (state, iterations, ok).
 
     ``budget``: the value of ``F.n_evaluations`` at which to stop (raises
     :class:`BudgetExhausted` with the best state so far as its argument).  ``hand_over``:
     two slow steps in a row end the solve (a later stage or ladder takes over); without it
     (the last stage of the last ladder, after which nothing is tried) Newton goes on while
-    the residual falls."""
-    rho = F.params.rho
+    the residual falls.  ``relax``: :class:`Relaxation` when no step lowers the residual;
+    the state returned is then the lowest reached.  ``stall``: stop when the lowest residual
+    has not fallen tenfold in that many steps."""
     res = float(np.max(np.abs(state.residual(free))))
     it = 0
     slow = 0
+    relax_left = relax.times if relax else 0
+    low, best = state, [res]
     while res > tol and it < max_iter:
         if budget is not None and F.n_evaluations >= budget:
-            raise BudgetExhausted(state, it)
+            raise BudgetExhausted(low, it)
+        if stall and len(best) > stall and best[-1] > best[-1 - stall] / 10:
+            return low, it, False
         it += 1
         J = F.jacobian(state, free)
         try:
             d = np.linalg.solve(J, -state.residual(free))
         except np.linalg.LinAlgError:
-            return state, it, False
-        step = np.zeros(4)
+            return low, it, False
+        step = np.zeros(len(state.x))
         step[list(free)] = d
         new = None
         for _ in range(_MAX_HALVINGS):
             xn = state.x + step
-            if _valid(xn, rho):
+            if F.coordinates.valid(xn):
                 try:
                     cand = F(xn, eps)
                 except InvalidOrderParameters:
@@ -245,49 +263,73 @@ def _newton(F: SaddlePointMap, state: MapState, free, eps, tol, max_iter, verbos
                         new = cand
                         break
             step = step / 2
-        if new is None:
-            return state, it, False
-        # two slow steps in a row: the root sits on a selection ramp narrower than Newton's
-        # reach at this eps (see solve_fixed_point); hand over to the next stage
-        slow = slow + 1 if rn > SLOW * res else 0
+        if new is None and relax_left > 0:
+            relax_left -= 1
+            new = state
+            for _ in range(relax.steps):
+                xn = new.x.copy()
+                xn[list(free)] += relax.beta * new.residual(free)
+                if not F.coordinates.valid(xn):
+                    break
+                try:
+                    new = F(xn, eps)
+                except InvalidOrderParameters:
+                    break
+            rn = float(np.max(np.abs(new.residual(free))))
+            slow = 0
+        elif new is None:
+            return low, it, False
+        else:
+            # two slow steps in a row: the root sits on a selection ramp narrower than Newton's
+            # reach at this eps (see solve_fixed_point); hand over to the next stage
+            slow = slow + 1 if rn > SLOW * res else 0
         state, res = new, rn
+        if res < best[-1]:
+            low = state
+        best.append(min(best[-1], res))
         if slow >= 2 and hand_over:
-            return state, it, res <= tol
+            return low, it, best[-1] <= tol
         if verbose:
             print(f"    newton {it:3d} eps={eps:.0e} residual {res:.3e} x={state.x} "
                   f"ties={state.channel.n_ties}")
-    return state, it, res <= tol
+    return low, it, best[-1] <= tol
 
 
-def solve_fixed_point(F: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 1e-10,
-                      eps: float | None = None, max_iter: int = 25,
-                      max_evaluations: int | None = None, verbose: bool = False) -> FixedPoint:
-    """Solve ``F(x) = x`` on the ``free`` components, starting from ``x0``.
+@dataclass
+class Solve:
+    """The outcome of :func:`newton_solve`: the final state, the smoothing width ``eps`` it is
+    a fixed point at (the one asked for, or the narrowest stage accepted under ``eps_max``),
+    the iterations, the smoothing ladders tried, and a message when it stopped on its budget."""
 
-    ``tol`` bounds the undamped residual ``max |F(x) - x|`` (free components) and is also the
-    default smoothing width ``eps`` of the selection between competing prox minima (see
-    :class:`~symattn.numerics.channel.ChannelState`).  With a small ``eps`` a root can sit on
-    the steep but continuous ramp where one node switches minimiser, narrower than Newton's
-    reach.  So if Newton at ``eps`` stalls, the solve is restarted from ``x0`` and continued in
-    ``eps``: from ``1e-4`` (then, if that fails too, from ``1e-2``) down to ``eps`` by factors
-    of 100, and last from ``1e-4`` by factors of 3, each stage started from the previous
-    stage's solution (a stage that stalls hands over to the next; the very last one goes on
-    with slow steps while they lower the residual).  Returns a :class:`FixedPoint` whose ``converged`` is True only if the
-    final stage (at ``eps``) reached the residual ``tol`` and every prox solve converged.
+    state: MapState
+    eps: float
+    iterations: int
+    eps_stages: tuple
+    wall_time: float
+    budget_message: str = ""
 
-    ``max_evaluations`` bounds the evaluations of the map (each Jacobian counts one per free
-    variable) spent by this solve; when it is used up the solve stops with ``converged``
-    False and a message saying so (without it, the ladders above can take thousands of
-    evaluations where no fixed point exists, e.g. minutes at ``2^14`` points).
-    """
+
+def newton_solve(F: SaddlePointMap, x0, free, *, tol: float = 1e-10, eps: float | None = None,
+                 eps_max: float | None = None, max_iter: int = 25,
+                 max_evaluations: int | None = None, relax: Relaxation | None = None,
+                 stall: int | None = None, verbose: bool = False) -> Solve:
+    """The solve of :func:`solve_fixed_point` (its doc), before the record is made.
+
+    ``eps_max`` (default ``eps``): when no ladder reaches ``eps``, the narrowest stage at most
+    ``eps_max`` that converged is the answer (``Solve.eps`` says which).  Where a node's two
+    minima tie at the root, the map's selection ramp has a width of about ``eps`` in the
+    node's gap; below some width, x cannot be placed on it to the residual ``tol`` in double
+    precision (docs/numerics.md, 'The general model')."""
     t0 = time.perf_counter()
     eps = tol if eps is None else eps
+    eps_max = eps if eps_max is None else max(eps_max, eps)
     free = tuple(free)
     x = np.array(x0, dtype=float)
-    if not _valid(x, F.params.rho):
+    if not F.coordinates.valid(x):
         raise InvalidOrderParameters(f"invalid starting point {x}")
     tried = []
     iterations = 0
+    fallback = None               # (width, state): the narrowest stage <= eps_max that converged
     budget = None if max_evaluations is None else F.n_evaluations + max_evaluations
     ladders = eps_stages(eps)
     for n_ladder, stages in enumerate(ladders):
@@ -298,28 +340,68 @@ def solve_fixed_point(F: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 
                 last = n_ladder == len(ladders) - 1 and n_stage == len(stages) - 1
                 state = F(x if state is None else state.x, e)
                 state, k, ok = _newton(F, state, free, e, tol, max_iter, verbose, budget,
-                                       hand_over=not last)
+                                       hand_over=not last, relax=relax, stall=stall)
                 iterations += k
+                if ok and e <= eps_max and (fallback is None or e < fallback[0]):
+                    fallback = (e, state)
         except BudgetExhausted as exc:
             state, k = exc.args
             iterations += k
+            if fallback is not None:
+                return Solve(fallback[1], fallback[0], iterations, tuple(tried),
+                             time.perf_counter() - t0)
             if state.channel.eps > eps * 1.001:   # judge the best point at the final eps
                 state = F(state.x, eps)
-            fp = fixed_point_record(F, state, free, tol, eps, iterations=iterations,
-                                    wall_time=time.perf_counter() - t0, eps_stages=tuple(tried))
-            if not fp.converged:
-                fp.message = (f"gave up after {max_evaluations} map evaluations (the budget of "
-                              f"one solve; {fp.message})")
-            return fp
+            return Solve(state, eps, iterations, tuple(tried), time.perf_counter() - t0,
+                         f"gave up after {max_evaluations} map evaluations (the budget of one "
+                         "solve)")
         if ok:
-            break
-    return fixed_point_record(F, state, free, tol, eps, iterations=iterations,
-                              wall_time=time.perf_counter() - t0, eps_stages=tuple(tried))
+            return Solve(state, eps, iterations, tuple(tried), time.perf_counter() - t0)
+    if fallback is not None:
+        return Solve(fallback[1], fallback[0], iterations, tuple(tried), time.perf_counter() - t0)
+    return Solve(state, eps, iterations, tuple(tried), time.perf_counter() - t0)
 
 
-def fixed_point_record(F: SaddlePointMap, state: MapState, free, tol: float, eps: float, *,
-                       iterations: int, wall_time: float = 0.0, eps_stages=()) -> FixedPoint:
-    """The :class:`FixedPoint` of ``state``, with its convergence status judged here."""
+def solve_fixed_point(F: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 1e-10,
+                      eps: float | None = None, max_iter: int = 25,
+                      max_evaluations: int | None = None, relax: Relaxation | None = None,
+                      stall: int | None = None, verbose: bool = False) -> FixedPoint:
+    """Solve ``F(x) = x`` on the ``free`` components, starting from ``x0``.
+
+    ``tol`` bounds the undamped residual ``max |F(x) - x|`` (free components) and is also the
+    default smoothing width ``eps`` of the selection between competing prox minima (see
+    :class:`~symattn.numerics.channel.ChannelState`).  With a small ``eps`` a root can sit on
+    the steep but continuous ramp where one node switches minimiser, narrower than Newton's
+    reach.  So if Newton at ``eps`` stalls, the solve is restarted from ``x0`` and continued in
+    ``eps``: from ``1e-4`` (then, if that fails too, from ``1e-2``) down to ``eps`` by factors
+    of 100, and last from ``1e-4`` by factors of 3, each stage started from the previous
+    stage's solution (a stage that stalls hands over to the next; the very last one goes on
+    with slow steps while they lower the residual).  Returns a :class:`FixedPoint` whose
+    ``converged`` is True only if the final stage (at ``eps``) reached the residual ``tol``
+    and every prox solve converged.
+
+    ``max_evaluations`` bounds the evaluations of the map (each Jacobian counts one per free
+    variable) spent by this solve; when it is used up the solve stops with ``converged``
+    False and a message saying so (without it, the ladders above can take thousands of
+    evaluations where no fixed point exists, e.g. minutes at ``2^14`` points).  ``relax``
+    and ``stall``: the options of :func:`_newton` (far from a root, and where the map jumps).
+    """
+    out = newton_solve(F, x0, free, tol=tol, eps=eps, max_iter=max_iter,
+                       max_evaluations=max_evaluations, relax=relax, stall=stall,
+                       verbose=verbose)
+    eps = tol if eps is None else eps
+    fp = fixed_point_record(F, out.state, free, tol, out.eps, iterations=out.iterations,
+                            wall_time=out.wall_time, eps_stages=out.eps_stages)
+    if out.budget_message and not fp.converged:
+        fp.message = f"{out.budget_message}; {fp.message}"
+    return fp
+
+
+def solve_status(F: SaddlePointMap, state: MapState, free, tol: float, eps: float,
+                 iterations: int) -> tuple:
+    """``(residual, converged, message)`` of ``state``: converged when the residual on the
+    free components is at most ``tol``, every prox solve converged and the smoothing is at
+    ``eps``."""
     res = float(np.max(np.abs(state.residual(free))))
     ch = state.channel
     converged = bool(res <= tol and ch.n_failed == 0 and ch.eps <= eps * 1.001)
@@ -329,6 +411,14 @@ def fixed_point_record(F: SaddlePointMap, state: MapState, free, tol: float, eps
         message = f"{ch.n_failed} prox solves did not converge"
     else:
         message = f"residual {res:.2e} > tol {tol:.0e} after {iterations} Newton iterations"
+    return res, converged, message
+
+
+def fixed_point_record(F: SaddlePointMap, state: MapState, free, tol: float, eps: float, *,
+                       iterations: int, wall_time: float = 0.0, eps_stages=()) -> FixedPoint:
+    """The :class:`FixedPoint` of ``state``, with its convergence status judged here."""
+    res, converged, message = solve_status(F, state, free, tol, eps, iterations)
+    ch = state.channel
     hats = state.hats
     x = state.x
     return FixedPoint(alpha=F.alpha, q=x[0], m=x[1], theta=x[2], V=x[3], q_hat=hats[0],

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import mpmath
 import numpy as np
 
-from ..compile.kernels import atom_integrands, prox_kernel, teacher_kernel
+from ..compile.general_equations import atom_key
+from ..compile.kernels import atom_integrands, atom_list, prox_kernel, teacher_kernel
 from ..numerics.channel import OutputChannel
 
 __all__ = ["newton_mp", "ChannelPrecision", "channel_in_mpmath"]
@@ -78,6 +79,8 @@ def channel_in_mpmath(channel: OutputChannel, x, *, dps: int = 40, idx=None) -> 
     idx = np.arange(nodes.size) if idx is None else np.asarray(idx)
     p = channel.params
     integrands = atom_integrands("mpmath")
+    # the channel's rows in the order of the paper's mpmath integrands (matched by name)
+    order = [channel.coordinates.atom_keys.index(atom_key(E)) for E in atom_list()]
     teacher = teacher_kernel("mpmath")
     rows_d, rows_m = [], []
     dh = dv = 0.0
@@ -111,7 +114,7 @@ def channel_in_mpmath(channel: OutputChannel, x, *, dps: int = 40, idx=None) -> 
             dv = max(dv, float(abs(G - state.prox.value[k])))
             vals = integrands(xi[0], xi[1], eta[0], eta[1], h1, h2, w[0], w[1], V)
             rows_m.append([float(v) for v in vals] + [float(G)])
-            rows_d.append(list(state.rows_best[k, :len(vals)]) + [state.prox.value[k]])
+            rows_d.append(list(state.rows_best[k, order]) + [state.prox.value[k]])
     wts = nodes.weights[idx] / nodes.weights[idx].sum()
     return ChannelPrecision(dps=dps, n_nodes=len(idx), max_prox_diff=dh, max_value_diff=dv,
                             n_selection_flips=flips, min_gap=min_gap,
