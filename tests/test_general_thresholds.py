@@ -9,10 +9,12 @@ from symattn.model import ModelParams
 from symattn.numerics.bifurcation import trivial_stability
 from symattn.numerics.branches import solve_branch
 from symattn.numerics.channel import OutputChannel
+from symattn.numerics.coordinates import Coordinates
 from symattn.numerics.general import GeneralChannel, OrderParameters, nodes_for, solve_general
 from symattn.numerics.general_thresholds import (ThresholdNotFound, _alpha_c,
                                                  general_thresholds_on_nodes, theta_stability)
 from symattn.numerics.quadrature import SobolRule
+from symattn.numerics.saddle import SaddlePointMap
 from symattn.numerics.settings import NumericalSettings
 from symattn.numerics.thresholds import thresholds_on_nodes
 
@@ -126,13 +128,16 @@ def test_theta_stability_against_finite_differences_of_the_map(seed):
     assert fp.converged
     lam, _ = theta_stability(ch, fp.x, 0.5)
     eps = 1e-2
+    c = Coordinates(p, gauge=False)           # the map itself: no symmetry, no gauge
+    F = SaddlePointMap(p, 0.5, OutputChannel(p, ch.nodes, coordinates=c, general=ch))
+    x = c.project(fp.x)
+    th = c.blocks["theta"]
     Jfd = np.empty((2, 2))
     for k in range(2):
-        E = np.zeros((1, 2))
-        E[0, k] = eps
-        up, _ = ch.step(OrderParameters(fp.x.q, fp.x.M, E, fp.x.V), 0.5)
-        dn, _ = ch.step(OrderParameters(fp.x.q, fp.x.M, -E, fp.x.V), 0.5)
-        Jfd[:, k] = (up.theta - dn.theta).ravel() / (2 * eps)
+        up, dn = x.copy(), x.copy()
+        up[th.start + k] += eps
+        dn[th.start + k] -= eps
+        Jfd[:, k] = (F(up, 0.0).Fx[th] - F(dn, 0.0).Fx[th]) / (2 * eps)
     assert abs(lam - np.max(np.linalg.eigvals(Jfd).real)) <= 0.03
 
 

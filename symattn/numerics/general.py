@@ -51,7 +51,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import special
 
 from ..compile.general_channel import channel_kernels
 from ..compile.general_equations import general_equations
@@ -61,8 +60,7 @@ from ..model import ModelParams
 from .coordinates import InvalidOrderParameters
 from .quadrature import NodeSet, SobolRule
 
-__all__ = ["OrderParameters", "GeneralChannel", "GeneralState", "GeneralFixedPoint",
-           "solve_general", "general_free_entropy",
+__all__ = ["OrderParameters", "GeneralChannel", "GeneralFixedPoint", "solve_general",
            "general_eps_g", "general_eps_lin", "nodes_for"]
 
 
@@ -74,12 +72,6 @@ def tie_candidates(gap, eps):
 
 def _sym(X):
     return (X + X.T) / 2
-
-
-def _upper(X) -> np.ndarray:
-    """The upper triangle of a square matrix, row by row (the generated equations' layout of
-    a symmetric matrix and of a triangular factor)."""
-    return np.asarray(X, float)[np.triu_indices(X.shape[0])]
 
 
 @dataclass(frozen=True)
@@ -135,21 +127,6 @@ def nodes_for(params: ModelParams, log2n: int, seed: int) -> NodeSet:
     """The RQMC rule of ``params``' shape: ``2**log2n`` scrambled Sobol points in
     ``L (r + r_t)`` Gaussian dimensions (``xi`` first, token-major, then ``eta``)."""
     return SobolRule(log2n=log2n, seed=seed).nodes(dim=params.L * (params.r + params.r_t))
-
-
-@dataclass
-class GeneralState:
-    """One evaluation of the channel: the means, the hats, and the prox diagnostics."""
-
-    x: OrderParameters
-    means: dict
-    hats: dict
-    prox: np.ndarray = field(repr=False)
-    n_failed: int = 0
-    gap: np.ndarray = field(default=None, repr=False)
-    #: the runner-up minimiser where it is within the smoothing window (else nan): with
-    #: ``prox``, the warm starts that follow both minima of a switching node
-    prox2: np.ndarray = field(default=None, repr=False)
 
 
 class GeneralChannel:
@@ -283,71 +260,6 @@ class GeneralChannel:
         if rows:
             out.update(rows=rows1, rows2=rows2)
         return out
-
-    def evaluate(self, x: OrderParameters, alpha: float, warm=None,
-                 only_warm: bool = False, pin: tuple = (), eps: float = 0.0) -> GeneralState:
-        """Means and hats at ``x`` (module doc, steps 1-4's output half).
-
-        ``eps > 0``: the selection between each node's two lowest minima is smoothed, the
-        runner-up weighted by ``1 - logistic(gap / eps)`` where ``gap < 800 eps`` (the paper's
-        channel's window, :func:`~symattn.numerics.channel.tie_candidates`): the map is
-        then continuous where a node switches minimiser.  ``eps = 0``: the hard choice.
-
-        ``pin``: order parameters held at zero (:data:`PINNABLE`); their conjugates are set to
-        zero too, which is the rule averaged over the symmetry that leaves the pinned subspace
-        invariant (``eta -> -eta`` for ``theta``, ``(xi, eta) -> -(xi, eta)`` for ``M``: the
-        conjugate's atoms are odd under it), so that the pinned point is an exact fixed point
-        of every equation under that rule (as :mod:`symattn.numerics.saddle` pins the paper's
-        branches)."""
-        K, B = self.factors(x)
-        pas = self._pass(x, warm, only_warm, eps)
-        gap = pas["G2"] - pas["G"]
-        near = pas["h2"].copy()
-        if eps > 0:
-            near[~tie_candidates(gap, eps)] = np.nan
-        else:
-            near[:] = np.nan
-        means = {"atoms": pas["sums"][:-2], "EM": float(pas["sums"][-2]),
-                 "Eloss": float(pas["sums"][-1])}
-        out = self.equations.output_equations(
-            means["atoms"], _upper(np.linalg.inv(K).T), _upper(np.linalg.inv(B).T),
-            _upper(x.q), x.theta.ravel(), float(alpha), float(self.params.rho))
-        H = OrderParameters.from_flat(out, *self.params_shape)
-        hats = {"q_hat": H.q, "M_hat": H.M, "theta_hat": H.theta, "V_hat": H.V}
-        for name in pin:
-            hats[f"{name}_hat"] = np.zeros_like(hats[f"{name}_hat"])
-        return GeneralState(x=x, means=means, hats=hats, prox=pas["h"], n_failed=pas["failed"],
-                            gap=gap, prox2=near)
-
-    def prior(self, hats: dict) -> OrderParameters:
-        """The prior equations (module doc, step 4; generated)."""
-        p = self.params
-        out = self.equations.prior_equations(
-            _upper(hats["q_hat"]), hats["M_hat"].ravel(), hats["theta_hat"].ravel(),
-            _upper(hats["V_hat"]), _upper(p.Pi_array), float(p.sigma), float(p.lam),
-            float(p.rho))
-        return OrderParameters.from_flat(out, *self.params_shape)
-
-    def step(self, x: OrderParameters, alpha: float, warm=None, only_warm: bool = False,
-             pin: tuple = (), eps: float = 0.0):
-        """``(F(x), state)``: one application of the saddle-point map (``pin``, ``eps``:
-        :meth:`evaluate`)."""
-        st = self.evaluate(x, alpha, warm, only_warm, pin, eps)
-        return self.prior(st.hats), st
-
-
-def general_free_entropy(params: ModelParams, state: GeneralState, alpha: float) -> float:
-    r""":math:`\Phi` of :mod:`symattn.symbolic.general` at the state's point and hats (generated,
-    :mod:`symattn.compile.general_equations`); at a fixed point it must equal
-    :math:`-(\alpha\mathbb E\ell + \lambda\mathrm{Tr}\,q/(2\sigma^2))` (model page §4's check,
-    for the general model)."""
-    x, h = state.x, state.hats
-    eqs = general_equations(Shape(L=params.L, r=params.r, r_t=params.r_t))
-    return float(eqs.phi(_upper(x.q), x.M.ravel(), x.theta.ravel(), _upper(x.V),
-                         _upper(h["q_hat"]), h["M_hat"].ravel(), h["theta_hat"].ravel(),
-                         _upper(h["V_hat"]), float(state.means["EM"]), _upper(params.Pi_array),
-                         float(alpha), float(params.sigma), float(params.lam),
-                         float(params.rho)))
 
 
 @dataclass

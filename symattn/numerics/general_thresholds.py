@@ -186,14 +186,22 @@ def theta_stability(channel: GeneralChannel, x: OrderParameters, alpha: float) -
     :mod:`symattn.compile.general_equations`).  At the paper's shape this is :mod:`symattn.numerics.bifurcation`'s
     :math:`\lambda_\theta` (``tests/test_general_thresholds.py``).
     """
+    from .channel import OutputChannel
+    from .coordinates import Coordinates
+    from .saddle import SaddlePointMap
     p = channel.params
     if np.any(x.theta != 0):
         raise ValueError("theta_stability is the linearisation at theta = 0")
     rho = p.rho
+    L, r = p.L, p.r
     K, _ = channel.factors(x)
-    st = channel.evaluate(x, alpha, pin=("theta",))
-    w, _ = channel.node_map(x)
-    f = (st.prox - w) @ np.linalg.inv((x.V + x.V.T) / 2)            # (n, L, r)
+    coords = Coordinates(p, gauge=False)
+    F = SaddlePointMap(p, alpha, OutputChannel(p, channel.nodes, channel.gtol,
+                                               coordinates=coords, general=channel),
+                       symmetry="eta_flip")
+    st = F(coords.project(x, ("theta",)), eps=0.0)   # the hard choice, the rule averaged
+    n = channel.nodes.size
+    f = (st.channel.prox.h - st.channel.w).reshape(n, L, r) @ np.linalg.inv((x.V + x.V.T) / 2)
     u = channel.xi @ np.linalg.inv(K)                                # u_l = K^-T xi_l
     wt = channel.weights
     score = np.einsum("nlc,nlb->ncb", channel.eta, u) / np.sqrt(rho)  # (n, r_t, r)
@@ -204,9 +212,9 @@ def theta_stability(channel: GeneralChannel, x: OrderParameters, alpha: float) -
         D[c, :, c, :] -= uf.T
     D *= alpha / np.sqrt(rho)
     n = p.r_t * p.r
-    Vh = st.hats["V_hat"]
+    V_hat = st.hats[coords.blocks["V"]]
     prior = np.reshape(channel.equations.prior_theta_jacobian(
-        Vh[np.triu_indices(p.r)], float(p.sigma), float(p.lam), float(rho)), (n, n))
+        V_hat, float(p.sigma), float(p.lam), float(rho)), (n, n))
     J = np.empty((n, n))
     for k in range(n):
         c, b = divmod(k, p.r)
