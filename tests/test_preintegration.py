@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from symattn.numerics.channel import OutputChannel
+from symattn.numerics.coordinates import Coordinates
 from symattn.refine.highprec import newton_mp
 from symattn.refine.preintegration import (
     LineRule,
@@ -151,7 +152,7 @@ def test_line_integral_matches_mpmath_quadrature(paper_params, located):
     outer = ch._outer[line]
     rows = ch._lines(X_POS, outer[None, :])[0]
     n_at = len(rows) - 2
-    lib_M, lib_f1sq = rows[n_at], rows[5]
+    lib_M, lib_f1sq = rows[n_at], rows[Coordinates(paper_params).atom_keys.index("f[1,1]*f[1,1]")]
 
     def branch_diff(z, a, b):
         return (mp_minimum(paper_params, X_POS, z, outer, a)[1]
