@@ -85,6 +85,29 @@ def test_papers_thresholds_through_the_general_path():
     assert g.alpha_l_branch == ref.alpha_l_branch == "semantic"
 
 
+@pytest.mark.slow
+def test_scrambles_in_a_pool_are_the_scrambles_in_process():
+    """compute_general_thresholds runs the scrambles after the first on a process pool: the
+    same computation as one after another in this process, so the per-rule thresholds are
+    equal exactly (the paper's shape on 2^10 points, branches given: a few seconds)."""
+    from symattn.numerics.general_thresholds import compute_general_thresholds
+    from symattn.runs.executors import InProcess
+    p = ModelParams()
+    nodes = SobolRule(log2n=10, seed=0).nodes(dim=4)
+    ch = OutputChannel(p, nodes)
+    kw = dict(log2n=10, rules=3, bracket=(1.0, 1.5), verify=False,
+              branches={"below": ("positional", _general_x(solve_branch(
+                  p, "positional", 1.0, ch, with_eps_g=False)), 1.0),
+                  "above": ("semantic", _general_x(solve_branch(
+                      p, "semantic", 1.5, ch, with_eps_g=False)), 1.5)})
+    pool = compute_general_thresholds(p, **kw)
+    here = compute_general_thresholds(p, executor=InProcess(), **kw)
+    assert [(r.alpha_c, r.alpha_l) for r in pool.per_rule] == \
+        [(r.alpha_c, r.alpha_l) for r in here.per_rule]
+    assert len({r.alpha_c for r in here.per_rule}) == 3        # three different scrambles
+    assert pool.alpha_c == here.alpha_c and pool.alpha_c_err == here.alpha_c_err
+
+
 def test_same_character_at_both_ends_is_refused():
     p = ModelParams()
     nodes = SobolRule(log2n=10, seed=0).nodes(dim=4)

@@ -55,6 +55,7 @@ def general_phase_point(params_dict: dict, omega: float, settings_dict: dict) ->
     """One task: the thresholds at one ``omega`` (pure function of its arguments; picklable).
     A failure is kept in ``status``, never raised: one ``omega`` must not lose the others."""
     from ..numerics.general_thresholds import compute_general_thresholds
+    from ..runs.executors import InProcess
     t0 = time.perf_counter()
     s = GeneralPhaseDiagramSettings(**settings_dict)
     params = ModelParams(**{**params_dict, "omega": omega})
@@ -63,7 +64,8 @@ def general_phase_point(params_dict: dict, omega: float, settings_dict: dict) ->
     try:
         res = compute_general_thresholds(params, log2n=s.log2n, rules=s.rules, seed=s.seed,
                                          bracket=(s.alpha_lo, s.alpha_hi), tol=s.tol,
-                                         root_tol=s.root_tol, verify=s.verify)
+                                         root_tol=s.root_tol, verify=s.verify,
+                                         executor=InProcess())
         d = res.to_dict()
         out.update({k: d[k] for k in ("alpha_c", "alpha_c_err", "alpha_l", "alpha_l_err",
                                       "below", "above", "transition", "verified", "eps_lin",

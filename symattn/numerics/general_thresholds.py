@@ -560,22 +560,37 @@ def _nearest_point(branch: GeneralBranch, alpha: float) -> dict:
     return {"alpha": a, **branch.solved[a].as_dict()}
 
 
+def _rule_task(args):
+    params, log2n, seed, kw = args
+    return general_thresholds_on_nodes(params, nodes_for(params, log2n, seed), seed=seed, **kw)
+
+
 def compute_general_thresholds(params: ModelParams, *, log2n: int = 12, rules: int = 4,
-                               seed: int = 0, progress=None, **kw) -> GeneralThresholds:
+                               seed: int = 0, progress=None, executor=None,
+                               **kw) -> GeneralThresholds:
     """The mean over ``rules`` scrambles of ``2^log2n`` points (``seed``, ``seed + 1``, ...)
     of :func:`general_thresholds_on_nodes` (keywords passed on).  The first scramble searches
-    for the branches; the others start from its branches' points nearest its ``alpha_c``
-    (:meth:`GeneralRuleThresholds.starts`).  ``progress(k, text)``: scramble ``k``'s stages."""
+    for the branches, in this process; the others start from its branches' points nearest its
+    ``alpha_c`` (:meth:`GeneralRuleThresholds.starts`) and run on ``executor`` (default: a
+    process pool with one worker per core; :class:`~symattn.runs.executors.InProcess` inside
+    a task).  ``progress(k, text)``: the first scramble's stages, then each other scramble as
+    it finishes."""
+    from ..runs.executors import map_tasks
     t0 = time.perf_counter()
-    per = []
-    for k in range(rules):
-        say = (lambda text, k=k: progress(k, text)) if progress else None
-        if per and "branches" not in kw:
-            kw_k = {**kw, "alpha0": per[0].alpha_c, "branches": per[0].starts()}
-        else:
-            kw_k = kw
-        per.append(general_thresholds_on_nodes(params, nodes_for(params, log2n, seed + k),
-                                               seed=seed + k, progress=say, **kw_k))
+    say = (lambda text: progress(0, text)) if progress else None
+    first = general_thresholds_on_nodes(params, nodes_for(params, log2n, seed), seed=seed,
+                                        progress=say, **kw)
+    per = [first]
+    if rules > 1:
+        kw_rest = kw if "branches" in kw else {**kw, "alpha0": first.alpha_c,
+                                               "branches": first.starts()}
+        tasks = [(params, log2n, seed + k, kw_rest) for k in range(1, rules)]
+
+        def done(k, total, r):
+            if progress:
+                progress(k - 1, f"alpha_c = {r.alpha_c:.6g}, alpha_l = {r.alpha_l:.6g} "
+                                f"({r.wall_time:.0f} s)")
+        per += map_tasks(_rule_task, tasks, executor, done, total=rules, done=1)
     return combine_rules(params, per, {"log2n": log2n, "rules": rules, "seed": seed, **{
         k: v for k, v in kw.items() if k in ("bracket", "tol", "root_tol", "verify",
                                              "verify_margin")}}, time.perf_counter() - t0)
