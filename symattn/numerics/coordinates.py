@@ -41,7 +41,7 @@ from ..compile.shape import Shape
 from ..model import ModelParams
 
 __all__ = ["Coordinates", "range_basis", "odd_atoms", "gauge_rotation", "SYMMETRY_OF_PIN",
-           "PINNABLE", "InvalidOrderParameters"]
+           "PINNABLE", "InvalidOrderParameters", "cholesky_factors"]
 
 #: the order parameters a branch may pin at zero, and the node symmetry that then holds
 SYMMETRY_OF_PIN = {"theta": "eta_flip", "M": "full_flip"}
@@ -109,6 +109,29 @@ def gauge_rotation(theta, m) -> np.ndarray:
     if np.linalg.det(O) < 0:
         O[:, -1] = -O[:, -1]
     return O
+
+
+def _sym(X):
+    return (X + X.T) / 2
+
+
+def cholesky_factors(X, rho: float):
+    """``(K, B)``: the Cholesky factors of ``q`` and ``R = rho - theta q^-1 theta^T`` of the
+    order parameters ``X``; :class:`InvalidOrderParameters` unless ``q``, ``R`` and ``V`` are
+    positive definite."""
+    try:
+        K = np.linalg.cholesky(_sym(X.q))
+    except np.linalg.LinAlgError:
+        raise InvalidOrderParameters(f"q is not positive definite: {X.q.tolist()}") from None
+    R = rho * np.eye(X.theta.shape[0]) - X.theta @ np.linalg.solve(X.q, X.theta.T)
+    try:
+        B = np.linalg.cholesky(_sym(R))
+    except np.linalg.LinAlgError:
+        raise InvalidOrderParameters("rho - theta q^-1 theta^T is not positive definite "
+                                     "(theta too large for q)") from None
+    if not np.all(np.linalg.eigvalsh(_sym(X.V)) > 0):
+        raise InvalidOrderParameters(f"V is not positive definite: {X.V.tolist()}")
+    return K, B
 
 
 def _upper(X) -> np.ndarray:
@@ -193,22 +216,9 @@ class Coordinates:
     def factors(self, x):
         """``(K, B)``, the Cholesky factors of ``q`` and ``R = rho - theta q^-1 theta^T``;
         :class:`InvalidOrderParameters` outside the domain."""
-        q, _, theta, V = self.parts(x)
         if not np.all(np.isfinite(x)):
             raise InvalidOrderParameters(f"not finite: {np.asarray(x).tolist()}")
-        try:
-            K = np.linalg.cholesky(q)
-        except np.linalg.LinAlgError:
-            raise InvalidOrderParameters(f"q is not positive definite: {q.tolist()}") from None
-        R = self.params.rho * np.eye(self.r_t) - theta @ np.linalg.solve(q, theta.T)
-        try:
-            B = np.linalg.cholesky(R)
-        except np.linalg.LinAlgError:
-            raise InvalidOrderParameters("rho - theta q^-1 theta^T is not positive definite "
-                                     "(theta too large for q)") from None
-        if not np.all(np.linalg.eigvalsh(V) > 0):
-            raise InvalidOrderParameters(f"V is not positive definite: {V.tolist()}")
-        return K, B
+        return cholesky_factors(self.order_parameters(x), self.params.rho)
 
     def valid(self, x) -> bool:
         try:

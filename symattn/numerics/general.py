@@ -37,11 +37,13 @@ The equations are those derived in :mod:`symattn.symbolic.general` (matrix order
        \theta = \sigma^2\rho\,\hat\theta\mathcal A^{-1},\
        q = \sigma^2\mathcal A^{-1}(\sigma^2\hat q + \hat M^\top\Pi\hat M + \sigma^2\hat\theta^\top\rho\,\hat\theta)\mathcal A^{-1}.
 
-The fixed point is found by Newton (:func:`solve_general`) on the flat vector of the free
-entries of ``(q, M, theta, V)`` (:class:`OrderParameters`), on ONE rule (fixed nodes, so the
-map is deterministic), with the selection between each node's two lowest minima smoothed over
-a width ``eps`` (the hard choice makes the map jump where a node switches minimiser);
-converged when the undamped residual :math:`\max|F(x) - x| \le` ``tol``.  Different
+The fixed point is found by the one solver (:func:`solve_general`, the Newton of
+:mod:`symattn.numerics.saddle`) in the shape's coordinates
+(:class:`~symattn.numerics.coordinates.Coordinates`: the free entries, ``M = P m`` in the range
+of ``Pi``), on ONE rule (fixed nodes, so the map is deterministic), with the selection between
+each node's two lowest minima smoothed over a width ``eps`` (the hard choice makes the map jump
+where a node switches minimiser); converged when the undamped residual
+:math:`\max|F(x) - x| \le` ``tol``.  Different
 scrambles give independent estimates: their spread is the integration error bar.
 """
 
@@ -57,7 +59,7 @@ from ..compile.general_equations import general_equations
 from ..compile.generated import shape_kernels
 from ..compile.shape import Shape
 from ..model import ModelParams
-from .coordinates import InvalidOrderParameters
+from .coordinates import InvalidOrderParameters, cholesky_factors
 from .quadrature import NodeSet, SobolRule
 
 __all__ = ["OrderParameters", "GeneralChannel", "GeneralFixedPoint", "solve_general",
@@ -160,19 +162,7 @@ class GeneralChannel:
     # -- geometry ---------------------------------------------------------------------
     def factors(self, x: OrderParameters):
         """``(K, B)``: Cholesky factors of ``q`` and ``R = rho - theta q^-1 theta^T``."""
-        try:
-            K = np.linalg.cholesky(_sym(x.q))
-        except np.linalg.LinAlgError:
-            raise InvalidOrderParameters(f"q is not positive definite: {x.q.tolist()}") from None
-        R = self.params.rho * np.eye(self.params.r_t) - x.theta @ np.linalg.solve(x.q, x.theta.T)
-        try:
-            B = np.linalg.cholesky(_sym(R))
-        except np.linalg.LinAlgError:
-            raise InvalidOrderParameters(
-                "rho - theta q^-1 theta^T is not positive definite (theta too large for q)") from None
-        if not np.all(np.linalg.eigvalsh(_sym(x.V)) > 0):
-            raise InvalidOrderParameters(f"V is not positive definite: {x.V.tolist()}")
-        return K, B
+        return cholesky_factors(x, self.params.rho)
 
     def node_map(self, x: OrderParameters):
         """``(w, hs)``: ``(n, L, r)`` and ``(n, L, r_t)`` (module doc, step 1)."""
