@@ -98,14 +98,13 @@ class ChannelState(MeansView):
 
     ``means`` holds the averaged rows: the atoms (the generated equations' order,
     :attr:`~symattn.numerics.coordinates.Coordinates.atom_keys`), then ``E[M]``, then
-    ``E[loss(prox)]``.  Per node (``n`` nodes): ``w`` ``(n, L r)``, the targets ``t``
-    ``(n, L, L)``, the minima in ``prox`` (``h``, ``h2`` ``(n, L r)``).
+    ``E[loss(prox)]``.  Per node (``n`` nodes): the student's means ``w`` ``(n, L r)`` and
+    the minima in ``prox`` (``h``, ``h2`` ``(n, L r)``).
     """
 
     x: np.ndarray
     eps: float
     w: np.ndarray
-    t: np.ndarray
     prox: ProxResult
     p: np.ndarray
     rows_best: np.ndarray
@@ -227,8 +226,7 @@ class OutputChannel:
 
     def _state(self, x, eps, pas) -> ChannelState:
         """A :class:`ChannelState` from a pass with per-node minima and rows."""
-        X = self.coordinates.order_parameters(x)
-        w, hs = self._general.node_map(X)
+        w, _ = self._general.node_map(self.coordinates.order_parameters(x))
         n = w.shape[0]
         pr = ProxResult(h=pas["h"].reshape(n, -1), value=pas["G"], converged=pas["conv"],
                         h2=pas["h2"].reshape(n, -1), value2=pas["G2"], iterations=0)
@@ -240,8 +238,7 @@ class OutputChannel:
         rows_second = np.full_like(rows_best, np.nan)
         if cand.any():
             rows_second[cand] = self._with_M(pas["rows2"][cand], pas["G2"][cand])
-        return ChannelState(x=x, eps=eps, w=w.reshape(n, -1), t=self._general.targets(hs),
-                            prox=pr, p=p, rows_best=rows_best, rows_second=rows_second,
+        return ChannelState(x=x, eps=eps, w=w.reshape(n, -1), prox=pr, p=p, rows_best=rows_best, rows_second=rows_second,
                             means=pas["sums"], n_atoms=self._n_atoms)
 
     def _pass(self, x, eps, starts=None, only_given=False, keep=True, rows=True, idx=None):

@@ -166,7 +166,7 @@ class Coordinates:
                            + [f"m[{i},{a}]" for i in range(k) for a in range(r)]
                            + [f"theta[{c},{a}]" for c in range(rt) for a in range(r)]
                            + [f"V[{a},{b}]" for a, b in zip(*iu)])
-        if (L, r, rt, k) == (2, 1, 1, 1):
+        if (r, rt, k) == (1, 1, 1):     # every block one number (the paper's shape)
             self.names = ("q", "m", "theta", "V")
 
     # -- the vector and the matrices ------------------------------------------------------

@@ -342,11 +342,7 @@ def solve_general(channel: GeneralChannel, alpha: float, x0: OrderParameters, *,
     rotation-invariant.
     """
     from .channel import OutputChannel
-    from .coordinates import PINNABLE
     from .saddle import Relaxation, SaddlePointMap, newton_solve, solve_status
-    bad = set(pin) - set(PINNABLE)
-    if bad:
-        raise ValueError(f"pin: unknown {sorted(bad)}; choose from {PINNABLE}")
     p = channel.params
     oc = OutputChannel(p, channel.nodes, channel.gtol, general=channel)
     c = oc.coordinates

@@ -319,7 +319,7 @@ def newton_solve(F: SaddlePointMap, x0, free, *, tol: float = 1e-10, eps: float 
     ``eps_max`` that converged is the answer (``Solve.eps`` says which).  Where a node's two
     minima tie at the root, the map's selection ramp has a width of about ``eps`` in the
     node's gap; below some width, x cannot be placed on it to the residual ``tol`` in double
-    precision (docs/numerics.md, 'The general model')."""
+    precision (docs/numerics.md, 'One solver, in the shape's coordinates')."""
     t0 = time.perf_counter()
     eps = tol if eps is None else eps
     eps_max = eps if eps_max is None else max(eps_max, eps)
@@ -331,6 +331,11 @@ def newton_solve(F: SaddlePointMap, x0, free, *, tol: float = 1e-10, eps: float 
     iterations = 0
     fallback = None               # (width, state): the narrowest stage <= eps_max that converged
     budget = None if max_evaluations is None else F.n_evaluations + max_evaluations
+
+    def finish(state, width=eps, budget_message=""):
+        return Solve(state, width, iterations, tuple(tried), time.perf_counter() - t0,
+                     budget_message)
+
     ladders = eps_stages(eps)
     for n_ladder, stages in enumerate(ladders):
         tried.append(stages)
@@ -348,18 +353,14 @@ def newton_solve(F: SaddlePointMap, x0, free, *, tol: float = 1e-10, eps: float 
             state, k = exc.args
             iterations += k
             if fallback is not None:
-                return Solve(fallback[1], fallback[0], iterations, tuple(tried),
-                             time.perf_counter() - t0)
+                return finish(fallback[1], fallback[0])
             if state.channel.eps > eps * 1.001:   # judge the best point at the final eps
                 state = F(state.x, eps)
-            return Solve(state, eps, iterations, tuple(tried), time.perf_counter() - t0,
-                         f"gave up after {max_evaluations} map evaluations (the budget of one "
-                         "solve)")
+            return finish(state, budget_message=f"gave up after {max_evaluations} map "
+                                                "evaluations (the budget of one solve)")
         if ok:
-            return Solve(state, eps, iterations, tuple(tried), time.perf_counter() - t0)
-    if fallback is not None:
-        return Solve(fallback[1], fallback[0], iterations, tuple(tried), time.perf_counter() - t0)
-    return Solve(state, eps, iterations, tuple(tried), time.perf_counter() - t0)
+            return finish(state)
+    return finish(fallback[1], fallback[0]) if fallback is not None else finish(state)
 
 
 def solve_fixed_point(F: SaddlePointMap, x0, free=(0, 1, 2, 3), *, tol: float = 1e-10,
